@@ -1,0 +1,164 @@
+#include "cliargs.h"
+
+#include "core/config.h"
+#include "core/devices.h"
+#include "core/trainer.h"
+#include "trainlab/version.h"
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+namespace {
+
+trainlab::StopFlag g_stop{false};
+
+void onSignal(int)
+{
+    g_stop.store(true);
+}
+
+// Prints the run the way d2l does, plus a progress line when stdout is a terminal.
+class ConsoleObserver : public trainlab::TrainingObserver
+{
+public:
+    void onRunStarted(const trainlab::RunInfo &info) override
+    {
+        std::string devices;
+        for (const auto &d : info.devices)
+            devices += (devices.empty() ? "" : ", ") + d;
+        m_devices = "[" + devices + "]";
+        std::printf("training on %s: %lld train / %lld test images, %lld parameters, %d epochs\n",
+                    m_devices.c_str(), static_cast<long long>(info.trainSize), static_cast<long long>(info.testSize),
+                    static_cast<long long>(info.parameterCount), info.epochs);
+        std::fflush(stdout);
+    }
+
+    bool onBatch(const trainlab::BatchProgress &p) override
+    {
+        if (m_tty) {
+            std::printf("\repoch %d/%d  batch %lld/%lld  loss %.3f  %.0f img/s ", p.epoch, p.epochs,
+                        static_cast<long long>(p.batch), static_cast<long long>(p.batches), p.loss, p.imagesPerSecond);
+            std::fflush(stdout);
+        }
+        return true;
+    }
+
+    void onEpoch(const trainlab::EpochMetrics &m) override
+    {
+        std::printf("%sepoch %d/%d  loss %.3f  train acc %.3f  test acc %.3f  %.1f sec/epoch  %.0f img/s\n",
+                    m_tty ? "\r\033[K" : "", m.epoch, m_epochs, m.trainLoss, m.trainAcc, m.testAcc, m.seconds,
+                    m.imagesPerSecond);
+        std::fflush(stdout);
+    }
+
+    void onLog(const std::string &line) override
+    {
+        std::printf("%s%s\n", m_tty ? "\r\033[K" : "", line.c_str());
+        std::fflush(stdout);
+    }
+
+    void onFinished(const trainlab::RunResult &r) override
+    {
+        if (m_tty)
+            std::printf("\r\033[K");
+        if (!r.epochs.empty())
+            std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", r.epochs.back().testAcc, r.meanEpochSeconds,
+                        m_devices.c_str());
+        if (r.status == trainlab::RunStatus::Stopped)
+            std::printf("stopped after %zu completed epochs\n", r.epochs.size());
+        if (r.status == trainlab::RunStatus::Failed)
+            std::fprintf(stderr, "trainlab-cli: run failed: %s\n", r.error.c_str());
+        if (!r.runDir.empty())
+            std::printf("run kept in %s\n", r.runDir.c_str());
+        std::fflush(stdout);
+    }
+
+    int m_epochs = 0;
+    bool m_tty = ::isatty(STDOUT_FILENO) != 0;
+    std::string m_devices;
+};
+
+int printProblems(const std::string &origin, const std::vector<std::string> &problems)
+{
+    std::fprintf(stderr, "%s: invalid configuration:\n", origin.c_str());
+    for (const auto &p : problems)
+        std::fprintf(stderr, "  %s\n", p.c_str());
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const trainlab::CliArgs args = trainlab::parseCliArgs(std::vector<std::string>(argv + 1, argv + argc));
+    if (!args.error.empty()) {
+        std::fprintf(stderr, "trainlab-cli: %s\n\n%s", args.error.c_str(), trainlab::cliUsage());
+        return 2;
+    }
+    if (args.command == "help") {
+        std::printf("%s", trainlab::cliUsage());
+        return 0;
+    }
+    if (args.command == "version") {
+        std::printf("trainlab-cli %s (%s)\n", TRAINLAB_VERSION, trainlab::buildDescription().c_str());
+        return 0;
+    }
+    if (args.command == "devices") {
+        for (const auto &d : trainlab::listDevices())
+            std::printf("%-8s %s, %.1f GiB\n", d.id.c_str(), d.name.c_str(), d.memoryBytes / 1073741824.0);
+        return 0;
+    }
+    if (args.command == "presets") {
+        for (const auto &name : trainlab::presetNames())
+            std::printf("%s\n", name.c_str());
+        return 0;
+    }
+    trainlab::ExperimentConfig config;
+    const std::string origin = args.preset.empty() ? args.configPath : "preset " + args.preset;
+    try {
+        config = args.preset.empty() ? trainlab::ExperimentConfig::load(args.configPath)
+                                     : trainlab::loadPreset(args.preset);
+    } catch (const trainlab::ConfigError &e) {
+        if (!e.problems().empty())
+            return printProblems(origin, e.problems());
+        std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+        return 2;
+    }
+    if (args.command == "validate") {
+        const auto problems = config.validate();
+        if (!problems.empty())
+            return printProblems(origin, problems);
+        std::printf("%s: valid\n", origin.c_str());
+        return 0;
+    }
+    if (args.epochs)
+        config.epochs = *args.epochs;
+    if (args.trainLimit)
+        config.dataset.trainLimit = *args.trainLimit;
+    if (args.testLimit)
+        config.dataset.testLimit = *args.testLimit;
+    if (args.batchSize)
+        config.batchSize = *args.batchSize;
+    if (args.learningRate)
+        config.learningRate = *args.learningRate;
+    if (args.devices)
+        config.devices = *args.devices;
+    const auto problems = config.validate();
+    if (!problems.empty())
+        return printProblems(origin, problems);
+
+    trainlab::RunOptions options;
+    options.runsDir = args.runsDir;
+    options.node.nnodes = args.nnodes;
+    options.node.nodeRank = args.nodeRank;
+    options.node.masterAddr = args.masterAddr;
+    options.node.masterPort = args.masterPort;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    ConsoleObserver observer;
+    observer.m_epochs = config.epochs;
+    const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, options);
+    return result.status == trainlab::RunStatus::Completed ? 0 : 1;
+}

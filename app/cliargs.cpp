@@ -1,0 +1,161 @@
+#include "cliargs.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace trainlab {
+
+namespace {
+
+long long toInteger(const std::string &flag, const std::string &value, long long min)
+{
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+        n = std::stoll(value, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    if (used != value.size() || value.empty())
+        throw std::invalid_argument(flag + ": must be an integer, got \"" + value + "\"");
+    if (n < min)
+        throw std::invalid_argument(flag + ": must be at least " + std::to_string(min) + ", got " + value);
+    return n;
+}
+
+double toNumber(const std::string &flag, const std::string &value)
+{
+    std::size_t used = 0;
+    double x = 0;
+    try {
+        x = std::stod(value, &used);
+    } catch (const std::exception &) {
+        used = 0;
+    }
+    if (used != value.size() || value.empty() || !std::isfinite(x))
+        throw std::invalid_argument(flag + ": must be a number, got \"" + value + "\"");
+    return x;
+}
+
+} // namespace
+
+const char *cliUsage()
+{
+    return "usage: trainlab-cli COMMAND [options]\n"
+           "\n"
+           "commands:\n"
+           "  run CONFIG.json | --preset NAME   train, keeping the run in the runs folder\n"
+           "  validate CONFIG.json             list every problem (exit 2 when invalid)\n"
+           "  devices                          what this machine can train on\n"
+           "  presets                          the shipped presets\n"
+           "  --version, --help\n"
+           "\n"
+           "run options (override the config):\n"
+           "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
+           "  --train-limit N  --test-limit N  --runs-dir DIR\n"
+           "multi-node (torchrun's names; MASTER_ADDR / MASTER_PORT when absent):\n"
+           "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
+           "\n"
+           "exit status: 0 completed, 1 failed or stopped, 2 bad usage or config\n";
+}
+
+CliArgs parseCliArgs(const std::vector<std::string> &args)
+{
+    CliArgs out;
+    try {
+        if (args.empty())
+            throw std::invalid_argument("no command given");
+        std::size_t i = 0;
+        const std::string first = args[i++];
+        if (first == "--help" || first == "-h" || first == "help")
+            out.command = "help";
+        else if (first == "--version")
+            out.command = "version";
+        else if (first == "run" || first == "validate" || first == "devices" || first == "presets")
+            out.command = first;
+        else
+            throw std::invalid_argument("unknown command \"" + first + "\"");
+        auto value = [&](const std::string &flag) -> std::string {
+            if (i >= args.size())
+                throw std::invalid_argument(flag + ": needs a value");
+            return args[i++];
+        };
+        while (i < args.size()) {
+            const std::string arg = args[i++];
+            if (out.command != "run" && out.command != "validate")
+                throw std::invalid_argument("unexpected argument \"" + arg + "\"");
+            if (arg == "--help" || arg == "-h") {
+                out.command = "help";
+                return out;
+            }
+            if (out.command == "validate" || arg.rfind("--", 0) != 0) {
+                if (arg.rfind("--", 0) == 0 || !out.configPath.empty())
+                    throw std::invalid_argument("unexpected argument \"" + arg + "\"");
+                out.configPath = arg;
+            } else if (arg == "--preset") {
+                out.preset = value(arg);
+            } else if (arg == "--epochs") {
+                out.epochs = static_cast<int>(toInteger(arg, value(arg), 1));
+            } else if (arg == "--train-limit") {
+                out.trainLimit = toInteger(arg, value(arg), 0);
+            } else if (arg == "--test-limit") {
+                out.testLimit = toInteger(arg, value(arg), 0);
+            } else if (arg == "--batch-size") {
+                out.batchSize = toInteger(arg, value(arg), 1);
+            } else if (arg == "--lr") {
+                out.learningRate = toNumber(arg, value(arg));
+            } else if (arg == "--devices") {
+                std::vector<std::string> list;
+                std::string v = value(arg), item;
+                for (std::size_t p = 0; p <= v.size(); ++p) {
+                    if (p == v.size() || v[p] == ',') {
+                        if (item.empty())
+                            throw std::invalid_argument("--devices: empty device name in \"" + v + "\"");
+                        list.push_back(item);
+                        item.clear();
+                    } else {
+                        item += v[p];
+                    }
+                }
+                out.devices = list;
+            } else if (arg == "--runs-dir") {
+                out.runsDir = value(arg);
+            } else if (arg == "--nnodes") {
+                out.nnodes = static_cast<int>(toInteger(arg, value(arg), 1));
+            } else if (arg == "--node-rank") {
+                out.nodeRank = static_cast<int>(toInteger(arg, value(arg), 0));
+            } else if (arg == "--master-addr") {
+                out.masterAddr = value(arg);
+            } else if (arg == "--master-port") {
+                out.masterPort = static_cast<int>(toInteger(arg, value(arg), 1));
+            } else {
+                throw std::invalid_argument("unknown option \"" + arg + "\"");
+            }
+        }
+        if (out.command == "validate" && out.configPath.empty())
+            throw std::invalid_argument("validate: needs CONFIG.json");
+        if (out.command == "run") {
+            if (out.configPath.empty() == out.preset.empty())
+                throw std::invalid_argument("run: give either CONFIG.json or --preset NAME");
+            if (out.masterAddr.empty()) {
+                const char *env = std::getenv("MASTER_ADDR");
+                out.masterAddr = env && *env ? env : "127.0.0.1";
+            }
+            if (out.masterPort == 0) {
+                const char *env = std::getenv("MASTER_PORT");
+                out.masterPort = env && *env ? static_cast<int>(toInteger("MASTER_PORT", env, 1)) : 29500;
+            }
+            if (out.masterPort > 65535)
+                throw std::invalid_argument("--master-port: must be at most 65535, got " + std::to_string(out.masterPort));
+            if (out.nodeRank >= out.nnodes)
+                throw std::invalid_argument("--node-rank: must be below --nnodes (" + std::to_string(out.nnodes)
+                                            + "), got " + std::to_string(out.nodeRank));
+        }
+    } catch (const std::invalid_argument &e) {
+        out.error = e.what();
+    }
+    return out;
+}
+
+} // namespace trainlab

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
+struct CliArgs
+{
+    std::string command;          // run, validate, devices, presets, help, version
+    std::string configPath;
+    std::string preset;
+    std::optional<int> epochs;
+    std::optional<long long> trainLimit, testLimit, batchSize;
+    std::optional<double> learningRate;
+    std::optional<std::vector<std::string>> devices;
+    std::string runsDir;
+    int nnodes = 1;
+    int nodeRank = 0;
+    std::string masterAddr;
+    int masterPort = 0;
+    std::string error;
+};
+
+CliArgs parseCliArgs(const std::vector<std::string> &args);
+const char *cliUsage();
+
+} // namespace trainlab

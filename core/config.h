@@ -1,0 +1,73 @@
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// Raised for an unreadable or invalid configuration; what() names the file or key.
+class ConfigError : public std::runtime_error
+{
+public:
+    explicit ConfigError(const std::string &message, std::vector<std::string> problems = {});
+    const std::vector<std::string> &problems() const { return m_problems; }
+
+private:
+    std::vector<std::string> m_problems;
+};
+
+struct DatasetConfig
+{
+    std::string name = "fashion-mnist";
+    std::string path = "builtin:sample";
+    std::int64_t trainLimit = 0;
+    std::int64_t testLimit = 0;
+};
+
+struct ModelConfig
+{
+    std::string arch = "resnet18";
+    int inChannels = 1;
+    int numClasses = 10;
+};
+
+// One experiment, as saved in JSON (schema_version 1).
+struct ExperimentConfig
+{
+    static constexpr int kSchemaVersion = 1;
+
+    std::string name = "experiment";
+    DatasetConfig dataset;
+    ModelConfig model;
+    std::vector<std::string> devices = {"cpu"};
+    std::int64_t batchSize = 256;
+    double learningRate = 0.1;
+    int epochs = 10;
+    double momentum = 0.0;
+    double weightDecay = 0.0;
+    std::uint64_t seed = 0;
+    std::string precision = "fp32";
+    int cpuThreads = 0;
+    int collectiveTimeoutSeconds = 300;
+
+    // Every problem at once, each "key.path: what is wrong, got value"; empty when valid.
+    std::vector<std::string> validate() const;
+
+    std::string toJson() const;
+    // Throws ConfigError listing every structural problem (unknown key, wrong type).
+    static ExperimentConfig fromJson(const std::string &text, const std::string &origin = "config");
+    static ExperimentConfig load(const std::string &path);
+    // Atomic: written to a temporary file, then renamed.
+    void save(const std::string &path) const;
+
+    bool operator==(const ExperimentConfig &other) const;
+    bool operator!=(const ExperimentConfig &other) const { return !(*this == other); }
+};
+
+// Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, quick-demo).
+ExperimentConfig loadPreset(const std::string &name);
+std::vector<std::string> presetNames();
+
+} // namespace trainlab

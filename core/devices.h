@@ -1,0 +1,26 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// A device this machine can train on.
+struct DeviceInfo
+{
+    std::string id;           // "cpu", "cuda:0", ...
+    std::string name;         // human readable
+    std::uint64_t memoryBytes = 0;
+    int cores = 0;            // logical cores for the CPU
+};
+
+std::vector<DeviceInfo> listDevices();
+// Empty when present; otherwise why the id is not usable here.
+std::string checkDevice(const std::string &id);
+int logicalCores();
+// "CPU build, LibTorch 1.13.1" or "CUDA 12.1 build, LibTorch 2.4.0".
+std::string buildDescription();
+std::string torchVersion();
+
+} // namespace trainlab

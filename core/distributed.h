@@ -1,0 +1,41 @@
+#pragma once
+
+#include <torch/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace trainlab {
+
+// One rank's handle on the world's collectives (Gloo on CPU, NCCL when every rank is a CUDA device).
+class Collective
+{
+public:
+    virtual ~Collective() = default;
+    // In place; blocks until every rank has contributed or the timeout passes (then throws).
+    virtual void allreduceSum(torch::Tensor &tensor) = 0;
+};
+
+// The key-value store the ranks of one run meet through: in-process, or c10d's TCPStore across nodes.
+// Thread rule: one Rendezvous object per thread (a TCPStore client serialises its requests).
+class Rendezvous
+{
+public:
+    virtual ~Rendezvous() = default;
+    static std::shared_ptr<Rendezvous> inProcess(std::chrono::milliseconds timeout);
+    // isServer: node 0 hosts the store; the others connect, retrying until the timeout.
+    static std::shared_ptr<Rendezvous> tcp(const std::string &host, int port, bool isServer,
+                                           std::chrono::milliseconds timeout);
+    // Another handle on the same store for a new thread (a fresh TCP client, or the shared in-process store).
+    virtual std::shared_ptr<Rendezvous> connect() = 0;
+
+    virtual void set(const std::string &key, const std::string &value) = 0;
+    // Waits up to the timeout; throws a runtime_error naming `what` when the key never appears.
+    virtual std::string get(const std::string &key, const std::string &what) = 0;
+    virtual bool check(const std::string &key) = 0;
+
+    virtual std::unique_ptr<Collective> collective(int rank, int worldSize, bool nccl) = 0;
+};
+
+} // namespace trainlab

@@ -1,0 +1,541 @@
+#include "core/engine.h"
+
+#include "core/devices.h"
+#include "core/distributed.h"
+#include "core/model.h"
+#include "core/runrecord.h"
+
+#include <ATen/autocast_mode.h>
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+namespace trainlab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Control slots appended to the last gradient bucket, summed over the world with it.
+enum Control { kStop, kError, kLossSum, kCorrect, kSeen, kControlSize };
+
+constexpr std::int64_t kBucketElements = 8 << 20;
+
+double seconds(Clock::time_point since)
+{
+    return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The run as seen by every local thread; fields below the mutex are guarded by it.
+struct World
+{
+    ExperimentConfig config;
+    const DataBundle *data = nullptr;
+    RunOptions options;
+    RunRecord *record = nullptr;
+    TrainingObserver *observer = nullptr;
+    const StopFlag *stop = nullptr;
+    std::shared_ptr<Rendezvous> rendezvous;
+    torch::nn::Sequential master;
+    std::vector<std::string> worldDevices;
+    int worldSize = 1;
+    int rankOffset = 0;
+    bool nccl = false;
+    int threadsPerReplica = 1;
+
+    std::mutex mutex;
+    std::vector<torch::nn::Sequential> replicas;
+    RunResult result;
+    std::string digest;
+};
+
+torch::Device parseDevice(const std::string &id)
+{
+    return id == "cpu" ? torch::Device(torch::kCPU) : torch::Device(id);
+}
+
+void setAutocast(const torch::Device &device, bool enabled)
+{
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+    at::autocast::set_autocast_enabled(device.type(), enabled);
+    if (enabled)
+        at::autocast::set_autocast_dtype(device.type(), at::kBFloat16);
+#else
+    if (device.is_cuda()) {
+        at::autocast::set_enabled(enabled);
+        if (enabled)
+            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    } else {
+        at::autocast::set_cpu_enabled(enabled);
+        if (enabled)
+            at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    }
+#endif
+}
+
+std::vector<torch::Tensor> floatBuffers(torch::nn::Module &model)
+{
+    std::vector<torch::Tensor> out;
+    for (auto &b : model.buffers()) {
+        if (b.is_floating_point())
+            out.push_back(b);
+    }
+    return out;
+}
+
+// Sums tensors over the world in place, flattened into one tensor per call.
+void allreduceMean(Collective *collective, const std::vector<torch::Tensor> &tensors, int worldSize)
+{
+    if (!collective || tensors.empty())
+        return;
+    std::vector<torch::Tensor> flat;
+    for (const auto &t : tensors)
+        flat.push_back(t.reshape({-1}));
+    torch::Tensor buffer = torch::cat(flat);
+    collective->allreduceSum(buffer);
+    buffer.div_(worldSize);
+    std::int64_t offset = 0;
+    for (auto &t : tensors) {
+        t.copy_(buffer.slice(0, offset, offset + t.numel()).view_as(t));
+        offset += t.numel();
+    }
+}
+
+class Replica
+{
+public:
+    Replica(World &world, int localRank, std::function<torch::nn::Sequential()> makeModel)
+        : m_world(world)
+        , m_makeModel(std::move(makeModel))
+        , m_localRank(localRank)
+        , m_rank(world.rankOffset + localRank)
+        , m_deviceId(world.config.devices[static_cast<std::size_t>(localRank)])
+        , m_device(parseDevice(m_deviceId))
+    {}
+
+    void run();
+
+private:
+    void setUp();
+    void trainEpoch(int epoch, int epochs);
+    double evaluate();
+    void report(const std::function<void(TrainingObserver &)> &call)
+    {
+        if (m_localRank == 0)
+            call(*m_world.observer);
+    }
+    void log(const std::string &line)
+    {
+        report([&](TrainingObserver &o) { o.onLog(line); });
+    }
+    std::string failedRank();
+
+    World &m_world;
+    std::function<torch::nn::Sequential()> m_makeModel;
+    int m_localRank;
+    int m_rank;
+    std::string m_deviceId;
+    torch::Device m_device;
+    std::shared_ptr<Rendezvous> m_rendezvous;
+    std::unique_ptr<Collective> m_collective;
+    torch::nn::Sequential m_model{nullptr};
+    std::unique_ptr<torch::optim::SGD> m_optimizer;
+    std::vector<std::vector<torch::Tensor>> m_buckets;
+    torch::Tensor m_trainImages, m_trainLabels, m_testImages, m_testLabels;
+    long m_globalStep = 0;
+    bool m_stopped = false;
+    std::string m_failure;
+    double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
+};
+
+void Replica::setUp()
+{
+    const ExperimentConfig &config = m_world.config;
+    at::set_num_threads(m_world.threadsPerReplica);
+    setAutocast(m_device, config.precision == "bf16");
+    if (m_world.worldSize > 1) {
+        m_rendezvous = m_world.rendezvous->connect();
+        m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
+    }
+    m_model = m_makeModel();
+    m_model->to(m_device);
+    {
+        torch::NoGradGuard noGrad;
+        auto src = m_world.master->named_parameters();
+        for (auto &p : m_model->named_parameters())
+            p.value().copy_(src[p.key()]);
+        auto srcBuffers = m_world.master->named_buffers();
+        for (auto &b : m_model->named_buffers())
+            b.value().copy_(srcBuffers[b.key()]);
+    }
+    torch::optim::SGDOptions sgd(config.learningRate);
+    sgd.momentum(config.momentum).weight_decay(config.weightDecay);
+    m_optimizer = std::make_unique<torch::optim::SGD>(m_model->parameters(), sgd);
+    std::vector<torch::Tensor> bucket;
+    std::int64_t size = 0;
+    for (auto &p : m_model->parameters()) {
+        if (size + p.numel() > kBucketElements && !bucket.empty()) {
+            m_buckets.push_back(bucket);
+            bucket.clear();
+            size = 0;
+        }
+        bucket.push_back(p);
+        size += p.numel();
+    }
+    m_buckets.push_back(bucket);
+    // Each device holds the uint8 data once; CPU replicas share the host copy.
+    const DataBundle &data = *m_world.data;
+    m_trainImages = data.train.images.to(m_device);
+    m_trainLabels = data.train.labels.to(m_device);
+    m_testImages = data.test.images.to(m_device);
+    m_testLabels = data.test.labels.to(m_device);
+    std::lock_guard<std::mutex> lock(m_world.mutex);
+    m_world.replicas[static_cast<std::size_t>(m_localRank)] = m_model;
+}
+
+std::string Replica::failedRank()
+{
+    for (int r = 0; r < m_world.worldSize; ++r) {
+        const std::string key = "error/" + std::to_string(r);
+        if (m_rendezvous ? m_rendezvous->check(key) : !m_failure.empty())
+            return m_rendezvous ? m_rendezvous->get(key, key) : "rank 0 (" + m_deviceId + "): " + m_failure;
+    }
+    return "a replica failed";
+}
+
+void Replica::trainEpoch(int epoch, int epochs)
+{
+    const ExperimentConfig &config = m_world.config;
+    const std::int64_t n = m_trainLabels.size(0);
+    const std::int64_t batch = config.batchSize;
+    const std::int64_t batches = (n + batch - 1) / batch;
+    const int world = m_world.worldSize;
+    const auto order = epochPermutation(n, config.seed, epoch);
+    const torch::Tensor perm = torch::tensor(order, torch::kInt64).to(m_device);
+
+    m_model->train();
+    const auto start = Clock::now();
+    auto lastReport = start - std::chrono::seconds(1);
+    double lossSum = 0, correct = 0, seen = 0;
+    for (std::int64_t k = 0; k < batches; ++k) {
+        const std::int64_t begin = k * batch;
+        const std::int64_t count = std::min(batch, n - begin);
+        const std::int64_t base = count / world, extra = count % world;
+        const std::int64_t mine = base + (m_rank < extra ? 1 : 0);
+        const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
+
+        torch::Tensor control = torch::zeros({kControlSize}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+        m_model->zero_grad(/*set_to_none=*/false);
+        try {
+            if (m_rank == m_world.options.faultRank && m_globalStep == m_world.options.faultStep)
+                throw std::runtime_error("injected failure at step " + std::to_string(m_globalStep));
+            if (mine > 0) {
+                const torch::Tensor idx = perm.slice(0, offset, offset + mine);
+                const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
+                const torch::Tensor y = m_trainLabels.index_select(0, idx);
+                const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
+                const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+                // Scaled so that SUM / world over the ranks is the mean over the global batch.
+                (loss * (static_cast<double>(world) / static_cast<double>(count))).backward();
+                control[kLossSum] = loss.detach();
+                control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
+                control[kSeen] = static_cast<float>(mine);
+            }
+        } catch (const std::exception &e) {
+            m_failure = errorText(e);
+            if (m_failure.find("out of memory") != std::string::npos)
+                m_failure += " (try a smaller batch per device: lower batch_size or add devices)";
+            control[kError] = 1.0f;
+            if (m_rendezvous)
+                m_rendezvous->set("error/" + std::to_string(m_rank),
+                                  "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure);
+            m_model->zero_grad(false);
+        }
+        if (m_world.stop->load())
+            control[kStop] = 1.0f;
+
+        for (std::size_t b = 0; b < m_buckets.size(); ++b) {
+            std::vector<torch::Tensor> flat;
+            for (auto &p : m_buckets[b])
+                flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
+            const bool last = b + 1 == m_buckets.size();
+            if (last)
+                flat.push_back(control);
+            torch::Tensor buffer = torch::cat(flat);
+            if (m_collective)
+                m_collective->allreduceSum(buffer);
+            std::int64_t pos = 0;
+            for (auto &p : m_buckets[b]) {
+                if (!p.grad().defined())
+                    p.mutable_grad() = torch::zeros_like(p);
+                p.mutable_grad().copy_(buffer.slice(0, pos, pos + p.numel()).view_as(p).div_(world));
+                pos += p.numel();
+            }
+            if (last)
+                control = buffer.slice(0, pos, pos + kControlSize).cpu();
+        }
+        const auto c = control.accessor<float, 1>();
+        if (c[kError] > 0) {
+            if (m_failure.empty())
+                m_failure = "stopped because " + failedRank();
+            else
+                m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure;
+            return;
+        }
+        if (!std::isfinite(c[kLossSum])) {
+            m_failure = "the loss became " + std::string(std::isnan(c[kLossSum]) ? "NaN" : "infinite") + " at epoch "
+                        + std::to_string(epoch) + " batch " + std::to_string(k + 1)
+                        + "; try a lower learning_rate (now " + std::to_string(config.learningRate) + ")";
+            return;
+        }
+        if (c[kStop] > 0) {
+            m_stopped = true;
+            return;
+        }
+        m_optimizer->step();
+        ++m_globalStep;
+        lossSum += c[kLossSum];
+        correct += c[kCorrect];
+        seen += c[kSeen];
+        if (m_localRank == 0 && (seconds(lastReport) >= 0.1 || k + 1 == batches)) {
+            lastReport = Clock::now();
+            BatchProgress progress{epoch, epochs, k + 1, batches, lossSum / seen, seen / seconds(start)};
+            if (!m_world.observer->onBatch(progress))
+                const_cast<StopFlag *>(m_world.stop)->store(true);
+        }
+    }
+    m_epochSeconds = seconds(start);
+    m_epochLoss = lossSum / seen;
+    m_epochAcc = correct / seen;
+    m_epochRate = seen / m_epochSeconds;
+}
+
+double Replica::evaluate()
+{
+    // BatchNorm statistics differ per replica after training: average them first.
+    allreduceMean(m_collective.get(), floatBuffers(*m_model), m_world.worldSize);
+    torch::NoGradGuard noGrad;
+    m_model->eval();
+    const std::int64_t n = m_testLabels.size(0);
+    const std::int64_t world = m_world.worldSize;
+    const std::int64_t begin = n * m_rank / world, end = n * (m_rank + 1) / world;
+    const std::int64_t batch = std::max<std::int64_t>(1, m_world.config.batchSize / world);
+    torch::Tensor counts = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(m_device));
+    for (std::int64_t i = begin; i < end; i += batch) {
+        const std::int64_t stop = std::min(end, i + batch);
+        const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
+        const torch::Tensor y = m_testLabels.slice(0, i, stop);
+        counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat64);
+    }
+    counts[1] = static_cast<double>(end - begin);
+    if (m_collective)
+        m_collective->allreduceSum(counts);
+    const auto c = counts.cpu();
+    return c[0].item<double>() / c[1].item<double>();
+}
+
+void Replica::run()
+{
+    const int epochs = m_world.config.epochs;
+    RunResult result;
+    try {
+        setUp();
+        for (int epoch = 1; epoch <= epochs; ++epoch) {
+            trainEpoch(epoch, epochs);
+            if (!m_failure.empty() || m_stopped)
+                break;
+            const double testAcc = evaluate();
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate};
+            result.epochs.push_back(m);
+            if (m_rank == 0 && m_world.record) {
+                m_world.record->appendEpoch(m);
+                saveCheckpoint(m_world.record->checkpointPath(), *m_model, *m_optimizer, epoch, m_world.config.seed);
+            }
+            report([&](TrainingObserver &o) { o.onEpoch(m); });
+        }
+    } catch (const std::exception &e) {
+        m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + errorText(e);
+    }
+    result.status = !m_failure.empty() ? RunStatus::Failed : m_stopped ? RunStatus::Stopped : RunStatus::Completed;
+    result.error = m_failure;
+    for (const auto &m : result.epochs) {
+        if (m.testAcc > result.bestTestAcc || result.bestEpoch == 0) {
+            result.bestTestAcc = m.testAcc;
+            result.bestEpoch = m.epoch;
+        }
+        result.meanEpochSeconds += m.seconds / static_cast<double>(result.epochs.size());
+    }
+    if (m_localRank == 0) {
+        std::lock_guard<std::mutex> lock(m_world.mutex);
+        m_world.result = std::move(result);
+        if (m_model)
+            m_world.digest = weightsDigest(*m_model);
+    }
+}
+
+} // namespace
+
+std::string errorText(const std::exception &e)
+{
+    if (const auto *c10 = dynamic_cast<const c10::Error *>(&e))
+        return c10->what_without_backtrace();
+    return e.what();
+}
+
+std::string weightsDigest(const torch::nn::Module &model)
+{
+    std::uint64_t hash = 1469598103934665603ULL;
+    auto feed = [&](const torch::Tensor &t) {
+        const torch::Tensor c = t.detach().cpu().contiguous();
+        const auto *p = static_cast<const unsigned char *>(c.data_ptr());
+        for (std::size_t i = 0; i < c.nbytes(); ++i)
+            hash = (hash ^ p[i]) * 1099511628211ULL;
+    };
+    for (const auto &p : model.parameters())
+        feed(p);
+    for (const auto &b : model.buffers())
+        feed(b);
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+}
+
+void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int epoch,
+                    std::uint64_t seed)
+{
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive modelArchive, optimizerArchive;
+    model.save(modelArchive);
+    optimizer.save(optimizerArchive);
+    archive.write("model", modelArchive);
+    archive.write("optimizer", optimizerArchive);
+    archive.write("epoch", torch::tensor(static_cast<std::int64_t>(epoch)));
+    archive.write("seed", torch::tensor(static_cast<std::int64_t>(seed)));
+    archive.write("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
+    const std::string tmp = path + ".tmp";
+    archive.save_to(tmp);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+        throw std::runtime_error(path + ": cannot replace the checkpoint");
+}
+
+int loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
+{
+    torch::serialize::InputArchive archive, modelArchive;
+    try {
+        archive.load_from(path);
+    } catch (const std::exception &e) {
+        throw std::runtime_error(path + ": not a TrainLab checkpoint: " + errorText(e));
+    }
+    archive.read("model", modelArchive);
+    model.load(modelArchive);
+    if (optimizer) {
+        torch::serialize::InputArchive optimizerArchive;
+        archive.read("optimizer", optimizerArchive);
+        optimizer->load(optimizerArchive);
+    }
+    torch::Tensor epoch;
+    archive.read("epoch", epoch);
+    return static_cast<int>(epoch.item<std::int64_t>());
+}
+
+EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const StopFlag &stop)
+{
+    World world;
+    world.config = setup.config;
+    world.data = &setup.data;
+    world.options = setup.options;
+    world.record = setup.record;
+    world.observer = &observer;
+    world.stop = &stop;
+    const ExperimentConfig &config = world.config;
+    const NodeOptions &node = world.options.node;
+    const auto timeout = std::chrono::milliseconds(1000LL * config.collectiveTimeoutSeconds);
+    const int local = static_cast<int>(config.devices.size());
+    EngineResult out;
+    auto fail = [&](const std::string &error) {
+        out.result.status = RunStatus::Failed;
+        out.result.error = error;
+        return out;
+    };
+    try {
+        if (node.nnodes > 1) {
+            world.rendezvous = Rendezvous::tcp(node.masterAddr, node.masterPort, node.nodeRank == 0, timeout);
+            nlohmann::json mine = nlohmann::json::parse(config.toJson());
+            const nlohmann::json devices = mine["devices"];
+            mine.erase("devices");
+            world.rendezvous->set("node/" + std::to_string(node.nodeRank),
+                                  nlohmann::json{{"config", mine}, {"devices", devices}}.dump());
+            for (int r = 0; r < node.nnodes; ++r) {
+                const auto other = nlohmann::json::parse(world.rendezvous->get(
+                    "node/" + std::to_string(r), "node " + std::to_string(r) + " of " + std::to_string(node.nnodes)
+                                                     + " did not join the rendezvous at " + node.masterAddr + ":"
+                                                     + std::to_string(node.masterPort)));
+                if (other["config"] != mine)
+                    return fail("node " + std::to_string(r) + " was given a different configuration than node "
+                                + std::to_string(node.nodeRank)
+                                + " (every node must run the same config; only devices may differ)");
+                if (r < node.nodeRank)
+                    world.rankOffset += static_cast<int>(other["devices"].size());
+                for (const auto &d : other["devices"])
+                    world.worldDevices.push_back("node" + std::to_string(r) + ":" + d.get<std::string>());
+            }
+            world.worldSize = static_cast<int>(world.worldDevices.size());
+        } else {
+            world.worldDevices = config.devices;
+            world.worldSize = local;
+            if (local > 1)
+                world.rendezvous = Rendezvous::inProcess(timeout);
+        }
+        world.nccl = true;
+        for (const auto &d : world.worldDevices)
+            world.nccl = world.nccl && d.find("cuda:") != std::string::npos;
+        world.nccl = world.nccl && world.worldSize > 1;
+        const int threads = config.cpuThreads > 0 ? config.cpuThreads : logicalCores();
+        int cpuReplicas = 0;
+        for (const auto &d : config.devices)
+            cpuReplicas += d == "cpu" ? 1 : 0;
+        world.threadsPerReplica = std::max(1, threads / std::max(1, cpuReplicas));
+        torch::manual_seed(config.seed);
+        world.master = setup.makeModel();
+    } catch (const std::exception &e) {
+        return fail(errorText(e));
+    }
+    auto makeModel = setup.makeModel;
+    world.replicas.resize(static_cast<std::size_t>(local));
+
+    RunInfo info;
+    info.devices = world.worldDevices;
+    info.worldSize = world.worldSize;
+    info.trainSize = setup.data.train.size();
+    info.testSize = setup.data.test.size();
+    info.parameterCount = parameterCount(*world.master);
+    info.epochs = config.epochs;
+    info.batchesPerEpoch = (info.trainSize + config.batchSize - 1) / config.batchSize;
+    info.runDir = setup.record ? setup.record->dir() : std::string();
+    observer.onRunStarted(info);
+
+    std::vector<std::thread> threads;
+    std::vector<std::unique_ptr<Replica>> replicas;
+    for (int r = 0; r < local; ++r)
+        replicas.push_back(std::make_unique<Replica>(world, r, makeModel));
+    for (int r = 1; r < local; ++r)
+        threads.emplace_back([&, r] { replicas[static_cast<std::size_t>(r)]->run(); });
+    replicas[0]->run();
+    for (auto &t : threads)
+        t.join();
+    out.result = world.result;
+    out.replicas = world.replicas;
+    out.weightsDigest = world.digest;
+    return out;
+}
+
+} // namespace trainlab

@@ -1,0 +1,44 @@
+#pragma once
+
+#include "core/dataset.h"
+#include "core/observer.h"
+#include "core/trainer.h"
+
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/optim/optimizer.h>
+
+#include <functional>
+#include <vector>
+
+namespace trainlab {
+
+class RunRecord;
+
+// Everything one node needs to train its local replicas as part of the world.
+struct EngineSetup
+{
+    ExperimentConfig config;
+    DataBundle data;
+    std::function<torch::nn::Sequential()> makeModel;   // built once, then copied to every replica
+    RunOptions options;
+    RunRecord *record = nullptr;                        // node 0 only
+};
+
+struct EngineResult
+{
+    RunResult result;
+    std::vector<torch::nn::Sequential> replicas;        // this node's replicas, for tests and checks
+    std::string weightsDigest;                          // FNV-1a of rank 0's parameters and buffers
+};
+
+// One replica per local device, each on its own thread; gradients all-reduced through c10d.
+EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const StopFlag &stop);
+std::string weightsDigest(const torch::nn::Module &model);
+std::string errorText(const std::exception &e);
+
+void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer,
+                    int epoch, std::uint64_t seed);
+// Loads model weights (and the optimizer state when given); returns the epoch stored.
+int loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer = nullptr);
+
+} // namespace trainlab

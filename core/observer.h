@@ -1,0 +1,72 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+struct RunInfo
+{
+    std::vector<std::string> devices;   // the whole world, node by node
+    int worldSize = 1;
+    std::int64_t trainSize = 0;
+    std::int64_t testSize = 0;
+    std::int64_t parameterCount = 0;
+    int epochs = 0;
+    std::int64_t batchesPerEpoch = 0;
+    std::string runDir;                 // empty when this node keeps no record
+};
+
+struct BatchProgress
+{
+    int epoch = 0;                      // 1-based
+    int epochs = 0;
+    std::int64_t batch = 0;             // 1-based
+    std::int64_t batches = 0;
+    double loss = 0.0;                  // running mean over the epoch so far
+    double imagesPerSecond = 0.0;       // whole world
+};
+
+struct EpochMetrics
+{
+    int epoch = 0;
+    double trainLoss = 0.0;
+    double trainAcc = 0.0;
+    double testAcc = 0.0;
+    double seconds = 0.0;               // the training loop only, as d2l's Timer
+    double imagesPerSecond = 0.0;
+};
+
+enum class RunStatus { Completed, Stopped, Failed };
+const char *toString(RunStatus status);
+
+struct RunResult
+{
+    RunStatus status = RunStatus::Failed;
+    std::string error;
+    std::string runDir;
+    std::vector<EpochMetrics> epochs;
+    double bestTestAcc = 0.0;
+    int bestEpoch = 0;
+    double meanEpochSeconds = 0.0;
+};
+
+// Receives a run's events on the training thread; onBatch may return false to ask for a stop.
+class TrainingObserver
+{
+public:
+    virtual ~TrainingObserver() = default;
+    virtual void onRunStarted(const RunInfo &) {}
+    virtual bool onBatch(const BatchProgress &) { return true; }
+    virtual void onEpoch(const EpochMetrics &) {}
+    virtual void onLog(const std::string &) {}
+    // Exactly one call per run, last.
+    virtual void onFinished(const RunResult &) {}
+};
+
+// Set from any thread; the run stops within one batch.
+using StopFlag = std::atomic<bool>;
+
+} // namespace trainlab

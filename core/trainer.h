@@ -1,0 +1,34 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/observer.h"
+
+#include <functional>
+#include <string>
+
+namespace trainlab {
+
+// Where this process sits in a multi-node world (torchrun's names).
+struct NodeOptions
+{
+    int nnodes = 1;
+    int nodeRank = 0;
+    std::string masterAddr = "127.0.0.1";
+    int masterPort = 29500;
+};
+
+struct RunOptions
+{
+    std::string runsDir;               // empty: defaultRunsDir()
+    bool keepRecord = true;            // false: no run folder (tests, benchmarks)
+    NodeOptions node;
+    // Test hook: this global rank throws inside its training step at this step (0-based, whole run).
+    int faultRank = -1;
+    long faultStep = -1;
+};
+
+// Trains config on its devices, reporting to observer; never throws, the result says how it ended.
+RunResult runExperiment(const ExperimentConfig &config, TrainingObserver &observer,
+                        const StopFlag &stop, const RunOptions &options = {});
+
+} // namespace trainlab
