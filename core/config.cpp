@@ -35,7 +35,8 @@ std::string typeName(const json &value)
         return "an integer";
     if (value.is_number())
         return "a number";
-    return std::string("a ") + value.type_name();
+    const std::string name = value.type_name();
+    return (name == "array" || name == "object" ? "an " : "a ") + name;
 }
 
 // Reads one object's keys, recording every unknown key or wrong type.

@@ -55,12 +55,11 @@ std::uint32_t bigEndian(const std::string &data, std::size_t offset)
 void checkHeader(const std::string &path, const std::string &data, std::uint32_t magic, std::size_t dims)
 {
     const std::size_t header = 4 + 4 * dims;
+    if (data.size() >= 4 && bigEndian(data, 0) != magic)
+        throw DataError(path + ": wrong magic number " + std::to_string(bigEndian(data, 0)) + ", expected "
+                        + std::to_string(magic) + (magic == kImagesMagic ? " (IDX images)" : " (IDX labels)"));
     if (data.size() < header)
         throw DataError(path + ": too short for an IDX header (" + std::to_string(data.size()) + " bytes)");
-    const std::uint32_t found = bigEndian(data, 0);
-    if (found != magic)
-        throw DataError(path + ": wrong magic number " + std::to_string(found) + ", expected "
-                        + std::to_string(magic) + (magic == kImagesMagic ? " (IDX images)" : " (IDX labels)"));
 }
 
 void checkSize(const std::string &path, std::size_t actual, std::uint64_t expected)

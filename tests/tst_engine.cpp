@@ -1,0 +1,176 @@
+#include "core/engine.h"
+#include "core/model.h"
+
+#include "testutil.h"
+
+#include <torch/torch.h>
+
+#include <QtTest>
+
+#include <thread>
+
+using trainlab::ExperimentConfig;
+
+namespace {
+
+trainlab::DataBundle syntheticData(std::int64_t train, std::int64_t test)
+{
+    torch::manual_seed(123);
+    trainlab::DataBundle d;
+    d.train.images = torch::randint(0, 256, {train, 28, 28}, torch::kInt64).to(torch::kUInt8);
+    d.train.labels = torch::randint(0, 10, {train}, torch::kInt64);
+    d.test.images = torch::randint(0, 256, {test, 28, 28}, torch::kInt64).to(torch::kUInt8);
+    d.test.labels = torch::randint(0, 10, {test}, torch::kInt64);
+    return d;
+}
+
+torch::nn::Sequential smallModel()
+{
+    return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 32), torch::nn::ReLU(),
+                                 torch::nn::Linear(32, 10));
+}
+
+torch::nn::Sequential resnet()
+{
+    auto m = trainlab::makeResNet18(1, 10);
+    trainlab::initD2lWeights(*m);
+    return m;
+}
+
+trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()> model, trainlab::DataBundle data,
+                             int epochs, std::int64_t batch, RecordingObserver &observer,
+                             const trainlab::StopFlag *stop = nullptr, int faultRank = -1, long faultStep = -1)
+{
+    trainlab::EngineSetup setup;
+    setup.config.devices = std::vector<std::string>(static_cast<size_t>(replicas), "cpu");
+    setup.config.epochs = epochs;
+    setup.config.batchSize = batch;
+    setup.config.learningRate = 0.1;
+    setup.config.momentum = 0.9;
+    setup.config.collectiveTimeoutSeconds = 30;
+    setup.data = std::move(data);
+    setup.makeModel = std::move(model);
+    setup.options.faultRank = faultRank;
+    setup.options.faultStep = faultStep;
+    static const trainlab::StopFlag never{false};
+    return trainlab::runEngine(std::move(setup), observer, stop ? *stop : never);
+}
+
+double maxRelativeDifference(torch::nn::Module &a, torch::nn::Module &b)
+{
+    double worst = 0;
+    auto pa = a.parameters(), pb = b.parameters();
+    for (size_t i = 0; i < pa.size(); ++i) {
+        const double diff = (pa[i] - pb[i]).abs().max().item<double>();
+        const double scale = pa[i].abs().max().item<double>();
+        worst = std::max(worst, diff / std::max(scale, 1e-12));
+    }
+    return worst;
+}
+
+} // namespace
+
+class tst_Engine : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void replicasMatchOneReplica_data();
+    void replicasMatchOneReplica();
+    void resnetTwoReplicas();
+    void stopMidEpoch();
+    void failureInOneReplica();
+};
+
+void tst_Engine::replicasMatchOneReplica_data()
+{
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<qint64>("batch");
+    QTest::newRow("2 replicas") << 2 << qint64(24);
+    QTest::newRow("3 replicas") << 3 << qint64(24);
+    QTest::newRow("3 replicas, uneven batch") << 3 << qint64(25);
+}
+
+void tst_Engine::replicasMatchOneReplica()
+{
+    QFETCH(int, replicas);
+    QFETCH(qint64, batch);
+    const auto data = syntheticData(100, 30);
+    RecordingObserver one, many;
+    auto single = train(1, smallModel, data, 2, batch, one);
+    auto multi = train(replicas, smallModel, data, 2, batch, many);
+    QCOMPARE(toString(single.result.status), "completed");
+    QCOMPARE(toString(multi.result.status), "completed");
+    QCOMPARE(multi.replicas.size(), size_t(replicas));
+    const double diff = maxRelativeDifference(*single.replicas[0], *multi.replicas[0]);
+    QVERIFY2(diff < 1e-5, std::to_string(diff).c_str());
+    for (int r = 1; r < replicas; ++r)
+        QCOMPARE(trainlab::weightsDigest(*multi.replicas[0]), trainlab::weightsDigest(*multi.replicas[size_t(r)]));
+    // The untrained model differs from both, so the comparison above is not vacuous.
+    torch::manual_seed(0);
+    auto untrained = smallModel();
+    QVERIFY(maxRelativeDifference(*single.replicas[0], *untrained) > 1e-3);
+    QCOMPARE(many.started.worldSize, replicas);
+    QVERIFY(qAbs(one.epochs.back().testAcc - many.epochs.back().testAcc) < 1e-9);
+}
+
+void tst_Engine::resnetTwoReplicas()
+{
+    trainlab::DatasetConfig sample;
+    sample.trainLimit = 64;
+    sample.testLimit = 41;
+    auto data = trainlab::loadData(sample, 10);
+    RecordingObserver o;
+    auto run = train(2, resnet, data, 1, 32, o);
+    QCOMPARE(toString(run.result.status), "completed");
+    auto &a = *run.replicas[0];
+    auto &b = *run.replicas[1];
+    QCOMPARE(trainlab::weightsDigest(a), trainlab::weightsDigest(b));
+    const auto ba = a.named_buffers();
+    QVERIFY(ba["bn.running_mean"].abs().sum().item<double>() > 0);
+    // Single-replica evaluation of the same weights gives the sharded accuracy.
+    torch::NoGradGuard noGrad;
+    a.eval();
+    auto *seq = dynamic_cast<torch::nn::SequentialImpl *>(&a);
+    QVERIFY(seq);
+    const auto logits = seq->forward(trainlab::toInput(data.test.images));
+    const double acc = logits.argmax(1).eq(data.test.labels).sum().item<double>() / 41.0;
+    QCOMPARE(run.result.epochs.at(0).testAcc, acc);
+}
+
+void tst_Engine::stopMidEpoch()
+{
+    const auto data = syntheticData(4000, 20);
+    RecordingObserver o;
+    trainlab::StopFlag stop{false};
+    trainlab::EngineResult run;
+    const auto slow = [] {
+        return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
+                                     torch::nn::Linear(512, 10));
+    };
+    std::thread worker([&] { run = train(2, slow, data, 20, 8, o, &stop); });
+    QTRY_VERIFY_WITH_TIMEOUT(o.batchCount.load() >= 2, 30000);
+    QElapsedTimer timer;
+    timer.start();
+    stop = true;
+    worker.join();
+    QVERIFY2(timer.elapsed() < 5000, std::to_string(timer.elapsed()).c_str());
+    QCOMPARE(toString(run.result.status), "stopped");
+    QCOMPARE(trainlab::weightsDigest(*run.replicas[0]), trainlab::weightsDigest(*run.replicas[1]));
+}
+
+void tst_Engine::failureInOneReplica()
+{
+    const auto data = syntheticData(100, 20);
+    RecordingObserver o;
+    QElapsedTimer timer;
+    timer.start();
+    auto run = train(3, smallModel, data, 2, 24, o, nullptr, 2, 3);
+    QVERIFY(timer.elapsed() < 20000);
+    QCOMPARE(toString(run.result.status), "failed");
+    QVERIFY2(run.result.error.find("rank 2 (cpu): injected failure at step 3") != std::string::npos,
+             run.result.error.c_str());
+}
+
+QTEST_GUILESS_MAIN(tst_Engine)
+#include "tst_engine.moc"

@@ -1,0 +1,232 @@
+#include "core/dataset.h"
+#include "core/idx.h"
+
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+using trainlab::DataError;
+
+namespace {
+
+std::string header(std::uint32_t magic, std::vector<std::uint32_t> dims)
+{
+    std::string out;
+    auto put = [&](std::uint32_t v) {
+        for (int s = 24; s >= 0; s -= 8)
+            out += static_cast<char>((v >> s) & 0xff);
+    };
+    put(magic);
+    for (auto d : dims)
+        put(d);
+    return out;
+}
+
+void writeRaw(const std::string &path, const std::string &data)
+{
+    std::ofstream(path, std::ios::binary) << data;
+}
+
+void writeGz(const std::string &path, const std::string &data)
+{
+    gzFile f = gzopen(path.c_str(), "wb");
+    gzwrite(f, data.data(), static_cast<unsigned>(data.size()));
+    gzclose(f);
+}
+
+std::string images(std::uint32_t n, std::uint32_t rows = 28, std::uint32_t cols = 28)
+{
+    std::string pixels(n * rows * cols, '\0');
+    for (std::size_t i = 0; i < pixels.size(); ++i)
+        pixels[i] = static_cast<char>(i % 251);
+    return header(2051, {n, rows, cols}) + pixels;
+}
+
+std::string labels(std::uint32_t n, int classes = 10)
+{
+    std::string body;
+    for (std::uint32_t i = 0; i < n; ++i)
+        body += static_cast<char>(i % classes);
+    return header(2049, {n}) + body;
+}
+
+} // namespace
+
+class tst_Idx : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void readsGood_data();
+    void readsGood();
+    void rejects_data();
+    void rejects();
+    void loadDataChecksPairs();
+    void builtinSample();
+    void balancedSubset();
+    void permutation();
+    void inspect();
+
+private:
+    QTemporaryDir m_dir;
+    std::string path(const char *name) { return m_dir.filePath(name).toStdString(); }
+};
+
+void tst_Idx::readsGood_data()
+{
+    QTest::addColumn<bool>("gzip");
+    QTest::newRow("raw") << false;
+    QTest::newRow("gzip") << true;
+}
+
+void tst_Idx::readsGood()
+{
+    QFETCH(bool, gzip);
+    const std::string file = path(gzip ? "good.gz" : "good");
+    (gzip ? writeGz : writeRaw)(file, images(3, 4, 5));
+    const auto img = trainlab::readIdxImages(file);
+    QCOMPARE(img.count, std::int64_t(3));
+    QCOMPARE(img.rows, std::int64_t(4));
+    QCOMPARE(img.cols, std::int64_t(5));
+    QCOMPARE(img.pixels.size(), size_t(60));
+    QCOMPARE(int(img.pixels[59]), 59);
+    const std::string lab = path(gzip ? "lab.gz" : "lab");
+    (gzip ? writeGz : writeRaw)(lab, labels(7));
+    const auto l = trainlab::readIdxLabels(lab);
+    QCOMPARE(l.size(), size_t(7));
+    QCOMPARE(int(l[6]), 6);
+}
+
+void tst_Idx::rejects_data()
+{
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<bool>("gzip");
+    QTest::addColumn<bool>("isImages");
+    QTest::addColumn<QString>("message");
+    const std::string good = images(4);
+    QTest::newRow("truncated") << QByteArray::fromStdString(good.substr(0, good.size() - 10)) << false << true << "truncated";
+    QTest::newRow("truncated gz") << QByteArray::fromStdString(good.substr(0, good.size() - 100)) << true << true << "truncated";
+    QTest::newRow("extra bytes") << QByteArray::fromStdString(good + "xx") << false << true << "2 bytes more than its header says";
+    QTest::newRow("wrong magic") << QByteArray::fromStdString(labels(4)) << false << true << "wrong magic number 2049, expected 2051";
+    QTest::newRow("labels magic") << QByteArray::fromStdString(good) << false << false << "wrong magic number 2051, expected 2049";
+    QTest::newRow("short header") << QByteArray("\0\0\x08", 3) << false << true << "too short for an IDX header";
+    QTest::newRow("zero size") << QByteArray::fromStdString(header(2051, {1, 0, 28})) << false << true << "bad image size";
+    QByteArray corrupt("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-not-deflate-data", 34);
+    QTest::newRow("corrupt gzip") << corrupt << false << true << "corrupt gzip data";
+}
+
+void tst_Idx::rejects()
+{
+    QFETCH(QByteArray, content);
+    QFETCH(bool, gzip);
+    QFETCH(bool, isImages);
+    QFETCH(QString, message);
+    const std::string file = path("bad.idx");
+    (gzip ? writeGz : writeRaw)(file, content.toStdString());
+    try {
+        if (isImages)
+            trainlab::readIdxImages(file);
+        else
+            trainlab::readIdxLabels(file);
+        QFAIL("expected DataError");
+    } catch (const DataError &e) {
+        const std::string what = e.what();
+        QVERIFY2(what.rfind(file + ": ", 0) == 0, what.c_str());
+        QVERIFY2(what.find(message.toStdString()) != std::string::npos, what.c_str());
+    }
+}
+
+void tst_Idx::loadDataChecksPairs()
+{
+    QTemporaryDir dir;
+    auto at = [&](const char *n) { return dir.filePath(n).toStdString(); };
+    writeGz(at("train-images-idx3-ubyte.gz"), images(20));
+    writeGz(at("train-labels-idx1-ubyte.gz"), labels(19));
+    writeRaw(at("t10k-images-idx3-ubyte"), images(10));
+    writeRaw(at("t10k-labels-idx1-ubyte"), labels(10));
+    trainlab::DatasetConfig config;
+    config.path = dir.path().toStdString();
+    QVERIFY_THROWS_EXCEPTION(DataError, trainlab::loadData(config, 10));
+    try {
+        trainlab::loadData(config, 10);
+    } catch (const DataError &e) {
+        QVERIFY2(std::string(e.what()).find("holds 19 labels but") != std::string::npos, e.what());
+    }
+    writeGz(at("train-labels-idx1-ubyte.gz"), labels(20, 12));
+    try {
+        trainlab::loadData(config, 10);
+        QFAIL("expected DataError");
+    } catch (const DataError &e) {
+        QVERIFY2(std::string(e.what()).find("label 10 at index 10 is not below num_classes 10") != std::string::npos, e.what());
+    }
+    writeGz(at("train-labels-idx1-ubyte.gz"), labels(20));
+    const auto data = trainlab::loadData(config, 10);
+    QCOMPARE(data.train.size(), std::int64_t(20));
+    QCOMPARE(data.test.size(), std::int64_t(10));
+    QCOMPARE(data.train.images.scalar_type(), torch::kUInt8);
+    std::remove(at("t10k-labels-idx1-ubyte").c_str());
+    try {
+        trainlab::loadData(config, 10);
+        QFAIL("expected DataError");
+    } catch (const DataError &e) {
+        QVERIFY2(std::string(e.what()).find("missing t10k-labels-idx1-ubyte") != std::string::npos, e.what());
+    }
+}
+
+void tst_Idx::builtinSample()
+{
+    trainlab::DatasetConfig config;
+    const auto data = trainlab::loadData(config, 10);
+    QCOMPARE(data.train.size(), std::int64_t(2000));
+    QCOMPARE(data.test.size(), std::int64_t(500));
+    const auto counts = torch::bincount(data.train.labels, {}, 10);
+    QVERIFY(torch::all(counts == 200).item<bool>());
+    const auto x = trainlab::toInput(data.train.images.slice(0, 0, 8));
+    QCOMPARE(x.sizes().vec(), (std::vector<std::int64_t>{8, 1, 28, 28}));
+    QVERIFY(x.min().item<float>() >= 0.0f);
+    QVERIFY(x.max().item<float>() <= 1.0f);
+    QVERIFY(x.max().item<float>() > 0.5f);
+}
+
+void tst_Idx::balancedSubset()
+{
+    trainlab::DatasetConfig config;
+    config.trainLimit = 105;
+    config.testLimit = 30;
+    const auto data = trainlab::loadData(config, 10);
+    QCOMPARE(data.train.size(), std::int64_t(105));
+    const auto counts = torch::bincount(data.train.labels, {}, 10);
+    QCOMPARE(counts.max().item<std::int64_t>() - counts.min().item<std::int64_t>(), std::int64_t(1));
+    const auto again = trainlab::loadData(config, 10);
+    QVERIFY(torch::equal(data.train.images, again.train.images));
+}
+
+void tst_Idx::permutation()
+{
+    const auto a = trainlab::epochPermutation(1000, 7, 1);
+    QCOMPARE(a, trainlab::epochPermutation(1000, 7, 1));
+    QVERIFY(a != trainlab::epochPermutation(1000, 7, 2));
+    QVERIFY(a != trainlab::epochPermutation(1000, 8, 1));
+    auto sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::int64_t i = 0; i < 1000; ++i)
+        QCOMPARE(sorted[static_cast<size_t>(i)], i);
+}
+
+void tst_Idx::inspect()
+{
+    const auto sample = trainlab::inspectDataset("builtin:sample");
+    QVERIFY(sample.ok);
+    QCOMPARE(sample.message, std::string("2,000 train / 500 test found"));
+    QTemporaryDir empty;
+    const auto none = trainlab::inspectDataset(empty.path().toStdString());
+    QVERIFY(!none.ok);
+    QVERIFY(none.message.find("missing: train-images-idx3-ubyte[.gz]") == 0);
+}
+
+QTEST_APPLESS_MAIN(tst_Idx)
+#include "tst_idx.moc"

@@ -1,0 +1,105 @@
+#include "core/engine.h"
+#include "core/model.h"
+
+#include <torch/torch.h>
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+class tst_Model : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void parameterCount_data();
+    void parameterCount();
+    void outputShape();
+    void d2lInit();
+    void checkpointRoundTrip();
+    void brokenCheckpoint();
+};
+
+void tst_Model::parameterCount_data()
+{
+    QTest::addColumn<int>("inChannels");
+    QTest::addColumn<int>("classes");
+    QTest::addColumn<qint64>("expected");
+    QTest::newRow("d2l") << 1 << 10 << qint64(11175818);
+    // Only the stem conv (3x3x(in)x64) and the head (512 x classes + classes) depend on the shape.
+    QTest::newRow("rgb 100") << 3 << 100 << qint64(11175818 + 2 * 9 * 64 + 90 * 513);
+}
+
+void tst_Model::parameterCount()
+{
+    QFETCH(int, inChannels);
+    QFETCH(int, classes);
+    QFETCH(qint64, expected);
+    auto net = trainlab::makeResNet18(inChannels, classes);
+    QCOMPARE(trainlab::parameterCount(*net), expected);
+}
+
+void tst_Model::outputShape()
+{
+    auto net = trainlab::makeResNet18(1, 10);
+    net->eval();
+    torch::NoGradGuard noGrad;
+    const auto y = net->forward(torch::rand({2, 1, 28, 28}));
+    QCOMPARE(y.sizes().vec(), (std::vector<std::int64_t>{2, 10}));
+}
+
+void tst_Model::d2lInit()
+{
+    torch::manual_seed(0);
+    auto net = trainlab::makeResNet18(1, 10);
+    trainlab::initD2lWeights(*net);
+    const auto params = net->named_parameters();
+    const auto std = params["fc.weight"].std().item<double>();
+    QVERIFY2(std > 0.008 && std < 0.012, std::to_string(std).c_str());
+    QVERIFY(params["conv.weight"].abs().max().item<double>() < 0.1);
+    QCOMPARE(params["bn.weight"].mean().item<double>(), 1.0);
+}
+
+void tst_Model::checkpointRoundTrip()
+{
+    torch::manual_seed(1);
+    auto net = trainlab::makeResNet18(1, 10);
+    trainlab::initD2lWeights(*net);
+    torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    const auto x = torch::rand({4, 1, 28, 28});
+    const auto loss = net->forward(x).sum();
+    loss.backward();
+    sgd.step();
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("checkpoint.pt").toStdString();
+    trainlab::saveCheckpoint(path, *net, sgd, 3, 1);
+    QVERIFY(!QFile::exists(dir.filePath("checkpoint.pt.tmp")));
+
+    torch::manual_seed(99);
+    auto fresh = trainlab::makeResNet18(1, 10);
+    torch::optim::SGD freshSgd(fresh->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+    QCOMPARE(trainlab::loadCheckpoint(path, *fresh, &freshSgd), 3);
+    net->eval();
+    fresh->eval();
+    torch::NoGradGuard noGrad;
+    QVERIFY(torch::equal(net->forward(x), fresh->forward(x)));
+}
+
+void tst_Model::brokenCheckpoint()
+{
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("broken.pt").toStdString();
+    QFile f(QString::fromStdString(path));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("not a checkpoint");
+    f.close();
+    auto net = trainlab::makeResNet18(1, 10);
+    try {
+        trainlab::loadCheckpoint(path, *net);
+        QFAIL("expected an error");
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(std::string(e.what()).find(path + ": not a TrainLab checkpoint") == 0, e.what());
+    }
+}
+
+QTEST_APPLESS_MAIN(tst_Model)
+#include "tst_model.moc"

@@ -1,0 +1,184 @@
+#include "core/runrecord.h"
+#include "core/trainer.h"
+
+#include "testutil.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <thread>
+
+using trainlab::ExperimentConfig;
+using trainlab::RunStatus;
+
+namespace {
+
+ExperimentConfig tiny(int epochs = 1)
+{
+    ExperimentConfig c;
+    c.name = "tiny/../test";
+    c.dataset.trainLimit = 96;
+    c.dataset.testLimit = 40;
+    c.batchSize = 16;
+    c.learningRate = 0.05;
+    c.momentum = 0.9;
+    c.epochs = epochs;
+    c.seed = 3;
+    return c;
+}
+
+} // namespace
+
+class tst_Trainer : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void trainsAndRecords();
+    void lossGoesDown();
+    void sameSeedSameLoss();
+    void stopWithinOneBatch();
+    void observerCanStop();
+    void nonFiniteLossFails();
+    void invalidConfigFails();
+    void runFolderNamesDoNotClash();
+
+private:
+    trainlab::RunResult run(const ExperimentConfig &c, RecordingObserver &o, bool keep = false)
+    {
+        trainlab::StopFlag stop{false};
+        trainlab::RunOptions options;
+        options.runsDir = m_runs.path().toStdString();
+        options.keepRecord = keep;
+        return trainlab::runExperiment(c, o, stop, options);
+    }
+    QTemporaryDir m_runs;
+};
+
+void tst_Trainer::trainsAndRecords()
+{
+    RecordingObserver o;
+    const auto result = run(tiny(2), o, true);
+    QCOMPARE(toString(result.status), "completed");
+    QCOMPARE(o.startedCount, 1);
+    QCOMPARE(o.finishedCount, 1);
+    QCOMPARE(o.started.trainSize, std::int64_t(96));
+    QCOMPARE(o.started.parameterCount, std::int64_t(11175818));
+    QCOMPARE(o.epochs.size(), size_t(2));
+    QVERIFY(!o.batches.empty());
+    QCOMPARE(o.batches.back().batches, std::int64_t(6));
+
+    const std::string dir = result.runDir;
+    QVERIFY(dir.find("..") == std::string::npos);
+    QVERIFY(QFileInfo(QString::fromStdString(dir)).fileName().endsWith("tiny___test"));
+    QVERIFY(QFile::exists(QString::fromStdString(dir + "/checkpoint.pt")));
+    QVERIFY(ExperimentConfig::load(dir + "/config.json") == tiny(2));
+    const auto rows = trainlab::readMetrics(dir);
+    QCOMPARE(rows.size(), o.epochs.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+        QCOMPARE(rows[i].epoch, o.epochs[i].epoch);
+        QVERIFY(qAbs(rows[i].testAcc - o.epochs[i].testAcc) < 1e-6);
+        QVERIFY(qAbs(rows[i].trainLoss - o.epochs[i].trainLoss) < 1e-6);
+    }
+    const auto summary = trainlab::readRunSummary(dir);
+    QCOMPARE(summary.status, std::string("completed"));
+    QCOMPARE(summary.epochsDone, 2);
+    QVERIFY(qAbs(summary.finalTestAcc - o.epochs.back().testAcc) < 1e-9);
+    QVERIFY(qAbs(summary.bestTestAcc - result.bestTestAcc) < 1e-9);
+    QCOMPARE(summary.bestEpoch, result.bestEpoch);
+    QVERIFY(!summary.endTime.empty());
+    QCOMPARE(summary.devices, std::vector<std::string>{"cpu"});
+    const auto runs = trainlab::listRuns(m_runs.path().toStdString());
+    QVERIFY(!runs.empty());
+}
+
+void tst_Trainer::lossGoesDown()
+{
+    auto c = tiny(3);
+    c.dataset.trainLimit = 64;
+    RecordingObserver o;
+    const auto result = run(c, o);
+    QCOMPARE(toString(result.status), "completed");
+    QVERIFY2(o.epochs.back().trainLoss < o.epochs.front().trainLoss,
+             (std::to_string(o.epochs.front().trainLoss) + " -> " + std::to_string(o.epochs.back().trainLoss)).c_str());
+}
+
+void tst_Trainer::sameSeedSameLoss()
+{
+    auto c = tiny(1);
+    c.dataset.trainLimit = 48;
+    RecordingObserver a, b, other;
+    run(c, a);
+    run(c, b);
+    c.seed = 4;
+    run(c, other);
+    QCOMPARE(a.epochs.at(0).trainLoss, b.epochs.at(0).trainLoss);
+    QVERIFY(a.epochs.at(0).trainLoss != other.epochs.at(0).trainLoss);
+}
+
+void tst_Trainer::stopWithinOneBatch()
+{
+    auto c = tiny(50);
+    c.dataset.trainLimit = 2000;
+    RecordingObserver o;
+    trainlab::StopFlag stop{false};
+    trainlab::RunOptions options;
+    options.runsDir = m_runs.path().toStdString();
+    trainlab::RunResult result;
+    std::thread worker([&] { result = trainlab::runExperiment(c, o, stop, options); });
+    QTRY_VERIFY_WITH_TIMEOUT(o.batchCount.load() >= 2, 60000);
+    const int seen = o.batchCount.load();
+    stop = true;
+    worker.join();
+    QCOMPARE(toString(result.status), "stopped");
+    // Progress is reported at most every 0.1 s, so one more batch shows at most one more event.
+    QVERIFY2(o.batchCount.load() <= seen + 1, std::to_string(o.batchCount.load() - seen).c_str());
+    QVERIFY(o.epochs.empty());
+    QCOMPARE(trainlab::readRunSummary(result.runDir).status, std::string("stopped"));
+}
+
+void tst_Trainer::observerCanStop()
+{
+    RecordingObserver o;
+    o.stopAfterBatches = 2;
+    const auto result = run(tiny(3), o);
+    QCOMPARE(toString(result.status), "stopped");
+    QVERIFY(o.epochs.empty());
+}
+
+void tst_Trainer::nonFiniteLossFails()
+{
+    auto c = tiny(1);
+    c.learningRate = 1e30;
+    c.momentum = 0;
+    RecordingObserver o;
+    const auto result = run(c, o);
+    QCOMPARE(toString(result.status), "failed");
+    QVERIFY2(result.error.find("try a lower learning_rate") != std::string::npos, result.error.c_str());
+}
+
+void tst_Trainer::invalidConfigFails()
+{
+    auto c = tiny(1);
+    c.batchSize = 0;
+    RecordingObserver o;
+    const auto result = run(c, o, true);
+    QCOMPARE(toString(result.status), "failed");
+    QVERIFY(result.error.find("batch_size: must be at least 1, got 0") != std::string::npos);
+    QCOMPARE(o.finishedCount, 1);
+    QVERIFY(result.runDir.empty());
+}
+
+void tst_Trainer::runFolderNamesDoNotClash()
+{
+    QTemporaryDir dir;
+    const ExperimentConfig c = tiny(1);
+    trainlab::RunRecord a(dir.path().toStdString(), c, c.devices);
+    trainlab::RunRecord b(dir.path().toStdString(), c, c.devices);
+    QVERIFY(a.dir() != b.dir());
+    QCOMPARE(trainlab::RunRecord::safeName("../etc/passwd"), std::string("__etc_passwd"));
+    QCOMPARE(trainlab::readRunSummary(a.dir()).status, std::string("running"));
+}
+
+QTEST_GUILESS_MAIN(tst_Trainer)
+#include "tst_trainer.moc"
