@@ -103,7 +103,7 @@ DatasetFiles findDatasetFiles(const std::string &folder)
 {
     DatasetFiles files;
     auto find = [&](const char *base, std::string &out) {
-        for (const std::string name : {std::string(base) + ".gz", std::string(base)}) {
+        for (const std::string &name : {std::string(base) + ".gz", std::string(base)}) {
             const std::string candidate = (std::filesystem::path(folder) / name).string();
             if (std::filesystem::is_regular_file(candidate)) {
                 out = candidate;

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs every Debian package TrainLab's build, tests and app need; quiet when all are there.
+set -euo pipefail
+packages=(cmake ninja-build g++ ccache pkg-config
+          qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev
+          libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev xvfb xauth)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
