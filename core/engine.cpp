@@ -12,10 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
+#ifdef TRAINLAB_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace trainlab {
@@ -51,7 +58,9 @@ struct World
     bool nccl = false;
     int threadsPerReplica = 1;
 
-    std::mutex mutex;
+    std::atomic<bool> observerStop{false};   // set by rank 0 when the observer asks to stop
+
+    std::mutex mutex;                        // guards the three fields below
     std::vector<torch::nn::Sequential> replicas;
     RunResult result;
     std::string digest;
@@ -260,7 +269,7 @@ void Replica::trainEpoch(int epoch, int epochs)
                                   "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure);
             m_model->zero_grad(false);
         }
-        if (m_world.stop->load())
+        if (m_world.stop->load() || m_world.observerStop.load())
             control[kStop] = 1.0f;
 
         for (std::size_t b = 0; b < m_buckets.size(); ++b) {
@@ -310,7 +319,7 @@ void Replica::trainEpoch(int epoch, int epochs)
             lastReport = Clock::now();
             BatchProgress progress{epoch, epochs, k + 1, batches, lossSum / seen, seen / seconds(start)};
             if (!m_world.observer->onBatch(progress))
-                const_cast<StopFlag *>(m_world.stop)->store(true);
+                m_world.observerStop = true;
         }
     }
     m_epochSeconds = seconds(start);
@@ -345,6 +354,15 @@ double Replica::evaluate()
 
 void Replica::run()
 {
+#ifdef TRAINLAB_WITH_CUDA
+    // Each worker drives its own device on its own stream.
+    std::optional<c10::cuda::CUDAStreamGuard> streamGuard;
+    if (m_device.is_cuda()) {
+        c10::cuda::set_device(m_device.index());
+        at::globalContext().setBenchmarkCuDNN(true);
+        streamGuard.emplace(c10::cuda::getStreamFromPool(false, m_device.index()));
+    }
+#endif
     const int epochs = m_world.config.epochs;
     RunResult result;
     try {
