@@ -60,6 +60,7 @@ private Q_SLOTS:
     void validate();
     void quickDemo();
     void missingDevice();
+    void signalStopsAndKeepsRun();
     void twoNodesMatchOneProcess();
     void absentPeerFails();
     void mismatchedConfigRefused();
@@ -144,6 +145,28 @@ void tst_Cli::missingDevice()
     QCOMPARE(o.exitCode, 2);
     QVERIFY2(o.err.contains(QStringLiteral("devices[1]: is not on this machine")) && o.err.contains(QStringLiteral("\"cuda:5\"")),
              qPrintable(o.err));
+}
+
+void tst_Cli::signalStopsAndKeepsRun()
+{
+    QProcess *p = start({QStringLiteral("run"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
+                         QStringLiteral("--runs-dir"), m_dir.filePath(QStringLiteral("signal-runs"))});
+    QString out;
+    QTRY_VERIFY_WITH_TIMEOUT((out += QString::fromUtf8(p->readAllStandardOutput())).contains(QStringLiteral("training on")), 60000);
+    QTest::qWait(500);
+    p->terminate();  // SIGTERM takes the same path as Ctrl-C
+    QElapsedTimer timer;
+    timer.start();
+    const Outcome o = finish(p, 30000);
+    out += o.out;
+    QVERIFY2(timer.elapsed() < 10000, std::to_string(timer.elapsed()).c_str());
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(out));
+    const auto m = QRegularExpression(QStringLiteral("run kept in (\\S+)")).match(out);
+    QVERIFY(m.hasMatch());
+    QFile summary(m.captured(1) + QStringLiteral("/summary.json"));
+    QVERIFY(summary.open(QIODevice::ReadOnly));
+    QVERIFY(summary.readAll().contains("\"status\": \"stopped\""));
 }
 
 void tst_Cli::twoNodesMatchOneProcess()
