@@ -272,16 +272,19 @@ void Replica::trainEpoch(int epoch, int epochs)
         if (m_world.stop->load() || m_world.observerStop.load())
             control[kStop] = 1.0f;
 
-        for (std::size_t b = 0; b < m_buckets.size(); ++b) {
+        // A world of one has nothing to average: skip flattening 11 M gradients every step.
+        const std::size_t buckets = m_collective ? m_buckets.size() : 0;
+        if (!m_collective)
+            control = control.cpu();
+        for (std::size_t b = 0; b < buckets; ++b) {
             std::vector<torch::Tensor> flat;
             for (auto &p : m_buckets[b])
                 flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
-            const bool last = b + 1 == m_buckets.size();
+            const bool last = b + 1 == buckets;
             if (last)
                 flat.push_back(control);
             torch::Tensor buffer = torch::cat(flat);
-            if (m_collective)
-                m_collective->allreduceSum(buffer);
+            m_collective->allreduceSum(buffer);
             std::int64_t pos = 0;
             for (auto &p : m_buckets[b]) {
                 if (!p.grad().defined())
