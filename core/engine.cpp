@@ -210,12 +210,13 @@ void Replica::setUp()
     m_world.replicas[static_cast<std::size_t>(m_localRank)] = m_model;
 }
 
+// Only called when another rank failed, so the world has more than one rank and a rendezvous.
 std::string Replica::failedRank()
 {
     for (int r = 0; r < m_world.worldSize; ++r) {
         const std::string key = "error/" + std::to_string(r);
-        if (m_rendezvous ? m_rendezvous->check(key) : !m_failure.empty())
-            return m_rendezvous ? m_rendezvous->get(key, key) : "rank 0 (" + m_deviceId + "): " + m_failure;
+        if (m_rendezvous->check(key))
+            return m_rendezvous->get(key, key);
     }
     return "a replica failed";
 }
