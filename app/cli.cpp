@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/devices.h"
+#include "core/report.h"
 #include "core/trainer.h"
 #include "trainlab/version.h"
 
@@ -25,13 +26,8 @@ class ConsoleObserver : public trainlab::TrainingObserver
 public:
     void onRunStarted(const trainlab::RunInfo &info) override
     {
-        std::string devices;
-        for (const auto &d : info.devices)
-            devices += (devices.empty() ? "" : ", ") + d;
-        m_devices = "[" + devices + "]";
-        std::printf("training on %s: %lld train / %lld test images, %lld parameters, %d epochs\n",
-                    m_devices.c_str(), static_cast<long long>(info.trainSize), static_cast<long long>(info.testSize),
-                    static_cast<long long>(info.parameterCount), info.epochs);
+        m_devices = trainlab::deviceList(info.devices);
+        std::printf("%s\n", trainlab::runStartedLine(info).c_str());
         std::fflush(stdout);
     }
 
@@ -47,9 +43,7 @@ public:
 
     void onEpoch(const trainlab::EpochMetrics &m) override
     {
-        std::printf("%sepoch %d/%d  loss %.3f  train acc %.3f  test acc %.3f  %.1f sec/epoch  %.0f img/s\n",
-                    m_tty ? "\r\033[K" : "", m.epoch, m_epochs, m.trainLoss, m.trainAcc, m.testAcc, m.seconds,
-                    m.imagesPerSecond);
+        std::printf("%s%s\n", m_tty ? "\r\033[K" : "", trainlab::epochLine(m, m_epochs).c_str());
         std::fflush(stdout);
     }
 
@@ -63,15 +57,13 @@ public:
     {
         if (m_tty)
             std::printf("\r\033[K");
-        if (!r.epochs.empty())
-            std::printf("test acc: %.2f, %.1f sec/epoch on %s\n", r.epochs.back().testAcc, r.meanEpochSeconds,
-                        m_devices.c_str());
-        if (r.status == trainlab::RunStatus::Stopped)
-            std::printf("stopped after %zu completed epochs\n", r.epochs.size());
-        if (r.status == trainlab::RunStatus::Failed)
-            std::fprintf(stderr, "trainlab-cli: run failed: %s\n", r.error.c_str());
-        if (!r.runDir.empty())
-            std::printf("run kept in %s\n", r.runDir.c_str());
+        for (const auto &line : trainlab::finishedLines(r, m_devices)) {
+            // Failures go to stderr, prefixed with the program name, as every other CLI error.
+            if (line.rfind("run failed: ", 0) == 0)
+                std::fprintf(stderr, "trainlab-cli: %s\n", line.c_str());
+            else
+                std::printf("%s\n", line.c_str());
+        }
         std::fflush(stdout);
     }
 

@@ -1,0 +1,135 @@
+#include "core/config.h"
+#include "trainlab/version.h"
+#include "ui/accuracychart.h"
+#include "ui/experimentform.h"
+#include "ui/mainwindow.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+
+#include <cstdio>
+
+namespace {
+
+struct Options
+{
+    QString config;
+    QString preset;
+    QString runsDir;
+    QString screenshot;
+    bool smokeTest = false;
+};
+
+// Parsed before any window exists, so --help and --version work without a display.
+int parse(int argc, char **argv, Options &options)
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationVersion(QStringLiteral(TRAINLAB_VERSION));
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral(
+        "TrainLab: train the d2l ResNet-18 on Fashion-MNIST on one or many devices, and keep every run.\n"
+        "Without a display, use trainlab-cli."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("config"), QStringLiteral("Experiment file (.json) to open."),
+                                 QStringLiteral("[CONFIG.json]"));
+    const QCommandLineOption preset(QStringLiteral("preset"), QStringLiteral("Load the preset NAME into the form."),
+                                    QStringLiteral("NAME"));
+    const QCommandLineOption runsDir(QStringLiteral("runs-dir"), QStringLiteral("Keep runs in DIR (for this session)."),
+                                     QStringLiteral("DIR"));
+    const QCommandLineOption smoke(QStringLiteral("smoke-test"),
+                                   QStringLiteral("Open the window, load quick-demo, check it is ready and quit."));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("Start the loaded experiment, save a picture of the window "
+                                                       "to FILE when it ends, and quit."),
+                                        QStringLiteral("FILE"));
+    parser.addOptions({preset, runsDir, smoke, screenshot});
+    parser.process(app);
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1) {
+        std::fprintf(stderr, "trainlab: one experiment file at most, got %lld\n",
+                     static_cast<long long>(positional.size()));
+        return 2;
+    }
+    if (!positional.isEmpty() && parser.isSet(preset)) {
+        std::fprintf(stderr, "trainlab: give an experiment file or --preset, not both\n");
+        return 2;
+    }
+    options.config = positional.value(0);
+    options.preset = parser.value(preset);
+    options.runsDir = parser.value(runsDir);
+    options.smokeTest = parser.isSet(smoke);
+    options.screenshot = parser.value(screenshot);
+    return 0;
+}
+
+bool hasDisplay()
+{
+    return !qEnvironmentVariableIsEmpty("DISPLAY") || !qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+           || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    Options options;
+    if (const int status = parse(argc, argv, options))
+        return status;
+    if (options.smokeTest && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !hasDisplay())
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    if (!hasDisplay()) {
+        std::fprintf(stderr, "trainlab: no display (DISPLAY and WAYLAND_DISPLAY are not set).\n"
+                             "Train from the terminal instead:  trainlab-cli run --preset quick-demo\n"
+                             "(trainlab-cli --help lists everything it does.)\n");
+        return 1;
+    }
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("TrainLab"));
+    QApplication::setApplicationName(QStringLiteral("TrainLab"));
+    QApplication::setApplicationVersion(QStringLiteral(TRAINLAB_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("org.trainlab.TrainLab"));
+
+    trainlab::MainWindow window;
+    if (!options.runsDir.isEmpty())
+        window.setRunsDir(options.runsDir);
+    const QString preset = options.smokeTest && options.preset.isEmpty() && options.config.isEmpty()
+                               ? QStringLiteral("quick-demo")
+                               : options.preset;
+    bool loaded = true;
+    if (!options.config.isEmpty())
+        loaded = window.openConfigFile(options.config);
+    else if (!preset.isEmpty())
+        loaded = window.loadPreset(preset);
+    window.show();
+
+    if (options.smokeTest) {
+        if (!loaded || !window.form()->isValid()) {
+            std::fprintf(stderr, "trainlab: smoke test failed: %s\n",
+                         qPrintable(loaded ? window.form()->problems().join(QStringLiteral("; ")) : window.lastError()));
+            return 1;
+        }
+        QTimer::singleShot(200, &window, [&window] {
+            std::printf("trainlab %s: window opened with \"%s\", ready to start\n", TRAINLAB_VERSION,
+                        window.form()->config().name.c_str());
+            window.close();
+        });
+        return QApplication::exec();
+    }
+    if (!options.screenshot.isEmpty()) {
+        if (!loaded)
+            return 1;
+        QObject::connect(&window, &trainlab::MainWindow::runEnded, &window, [&window, &options] {
+            // One more chart flush (40 ms) before the picture.
+            QTimer::singleShot(300, &window, [&window, &options] {
+                const bool ok = window.grab().save(options.screenshot);
+                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
+                             qPrintable(options.screenshot));
+                QApplication::exit(ok ? 0 : 1);
+            });
+        });
+        QTimer::singleShot(500, &window, &trainlab::MainWindow::startRun);
+    }
+    return QApplication::exec();
+}

@@ -1,0 +1,155 @@
+#include "ui/accuracychart.h"
+
+#include <QFile>
+#include <QDir>
+#include <QImage>
+#include <QSet>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using trainlab::AccuracyChart;
+using trainlab::EpochMetrics;
+
+namespace {
+
+EpochMetrics epoch(int n, double testAcc)
+{
+    EpochMetrics m;
+    m.epoch = n;
+    m.testAcc = testAcc;
+    m.trainAcc = testAcc + 0.05;
+    m.trainLoss = 2.0 / n;
+    return m;
+}
+
+} // namespace
+
+class tst_AccuracyChart : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void epochsArriveBatched();
+    void beginRunClears();
+    void overlaysAreNamedSeries();
+    void trainCurvesCanBeHidden();
+    void exportWritesAFile_data();
+    void exportWritesAFile();
+    void exportToAMissingFolderFails();
+
+private:
+    QTemporaryDir m_dir;
+};
+
+void tst_AccuracyChart::epochsArriveBatched()
+{
+    AccuracyChart chart;
+    chart.beginRun(QStringLiteral("demo"), 5);
+    chart.addEpoch(epoch(1, 0.40));
+    chart.addEpoch(epoch(2, 0.71));
+    chart.addEpoch(epoch(3, 0.65));
+    // Nothing is drawn until the single-shot timer fires: three epochs, one redraw.
+    QCOMPARE(chart.livePointCount(), 0);
+    QTRY_COMPARE(chart.livePointCount(), 3);
+    QCOMPARE(chart.bestPoint(), QPointF(2, 0.71));
+    chart.addEpoch(epoch(4, 0.80));
+    QTRY_COMPARE(chart.livePointCount(), 4);
+    QCOMPARE(chart.bestPoint(), QPointF(4, 0.80));
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("demo test acc")));
+}
+
+void tst_AccuracyChart::beginRunClears()
+{
+    AccuracyChart chart;
+    chart.beginRun(QStringLiteral("a"), 2);
+    chart.addEpoch(epoch(1, 0.5));
+    QTRY_COMPARE(chart.livePointCount(), 1);
+    chart.addEpoch(epoch(2, 0.6));
+    chart.beginRun(QStringLiteral("b"), 2);   // the pending epoch belonged to run a
+    QTest::qWait(100);
+    QCOMPARE(chart.livePointCount(), 0);
+    QVERIFY(chart.bestPoint().isNull());
+}
+
+void tst_AccuracyChart::overlaysAreNamedSeries()
+{
+    AccuracyChart chart;
+    chart.setOverlays({{QStringLiteral("run one"), {QPointF(1, 0.3), QPointF(2, 0.5)}},
+                       {QStringLiteral("run two"), {QPointF(1, 0.4)}}});
+    QCOMPARE(chart.overlayCount(), 2);
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("run one")));
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("run two")));
+    chart.setOverlays({{QStringLiteral("run three"), {}}});
+    QCOMPARE(chart.overlayCount(), 1);
+    QVERIFY(!chart.seriesNames().contains(QStringLiteral("run one")));
+}
+
+void tst_AccuracyChart::trainCurvesCanBeHidden()
+{
+    AccuracyChart chart;
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("train acc")));
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("train loss")));
+    chart.setTrainAccVisible(false);
+    chart.setLossVisible(false);
+    QVERIFY(!chart.seriesNames().contains(QStringLiteral("train acc")));
+    QVERIFY(!chart.seriesNames().contains(QStringLiteral("train loss")));
+}
+
+void tst_AccuracyChart::exportWritesAFile_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::newRow("png") << "chart.png";
+    QTest::newRow("svg") << "chart.svg";
+}
+
+void tst_AccuracyChart::exportWritesAFile()
+{
+    QFETCH(QString, file);
+    AccuracyChart chart;
+    chart.resize(640, 400);
+    chart.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&chart));
+    chart.beginRun(QStringLiteral("demo"), 3);
+    chart.addEpoch(epoch(1, 0.4));
+    QTRY_COMPARE(chart.livePointCount(), 1);
+    const QString path = m_dir.filePath(file);
+    QString error;
+    const bool png = file.endsWith(QLatin1String(".png"));
+    QVERIFY2(png ? chart.savePng(path, &error) : chart.saveSvg(path, &error), qPrintable(error));
+    if (png) {
+        const QImage image(path);
+        QCOMPARE(image.size(), QSize(1280, 800));
+        // Not a blank picture: axes, labels and the curve's blue are drawn.
+        QSet<QRgb> colours;
+        bool blue = false;
+        for (int y = 0; y < image.height(); y += 2) {
+            for (int x = 0; x < image.width(); x += 2) {
+                const QRgb p = image.pixel(x, y);
+                colours.insert(p);
+                blue |= qBlue(p) > 150 && qRed(p) < 80 && qGreen(p) < 160;
+            }
+        }
+        QVERIFY2(colours.size() > 20, qPrintable(QString::number(colours.size())));
+        QVERIFY(blue);
+        image.save(QDir::temp().filePath(QStringLiteral("tst_accuracychart.png")));
+    } else {
+        QFile svg(path);
+        QVERIFY(svg.open(QIODevice::ReadOnly));
+        const QByteArray text = svg.readAll();
+        QVERIFY(text.contains("<svg"));
+        QVERIFY(text.contains("test acc"));
+    }
+}
+
+void tst_AccuracyChart::exportToAMissingFolderFails()
+{
+    AccuracyChart chart;
+    const QString path = m_dir.filePath(QStringLiteral("no/such/folder/chart.png"));
+    QString error;
+    QVERIFY(!chart.savePng(path, &error));
+    QVERIFY2(error.startsWith(path + QStringLiteral(": cannot write")), qPrintable(error));
+    QVERIFY(!QFile::exists(path));
+}
+
+QTEST_MAIN(tst_AccuracyChart)
+#include "tst_accuracychart.moc"

@@ -1,0 +1,178 @@
+#include "core/config.h"
+#include "ui/experimentform.h"
+
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using trainlab::ExperimentConfig;
+using trainlab::ExperimentForm;
+
+Q_DECLARE_METATYPE(trainlab::ExperimentConfig)
+
+class tst_ExperimentForm : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void listsTheCpu();
+    void roundTrip_data();
+    void roundTrip();
+    void invalidBatchSizeIsNamed();
+    void learningRateText_data();
+    void learningRateText();
+    void perDeviceBatch();
+    void datasetStatus();
+
+private:
+    template<typename T>
+    static T *field(ExperimentForm &form, const char *name)
+    {
+        T *widget = form.findChild<T *>(QLatin1String(name));
+        Q_ASSERT(widget);
+        return widget;
+    }
+    QTemporaryDir m_dir;
+};
+
+void tst_ExperimentForm::listsTheCpu()
+{
+    ExperimentForm form;
+    auto *devices = field<QListWidget>(form, "devices");
+    QVERIFY(devices->count() >= 1);
+    QVERIFY(devices->item(0)->text().startsWith(QStringLiteral("cpu — CPU (")));
+    QCOMPARE(devices->item(0)->checkState(), Qt::Checked);
+    QCOMPARE(form.config().devices, std::vector<std::string>{"cpu"});
+}
+
+void tst_ExperimentForm::roundTrip_data()
+{
+    QTest::addColumn<ExperimentConfig>("config");
+    QTest::newRow("defaults") << ExperimentConfig{};
+    QTest::newRow("quick-demo") << trainlab::loadPreset("quick-demo");
+    // cuda:0 and cuda:1 are not on this machine: listed, checked, and named by validation.
+    QTest::newRow("d2l-2gpu") << trainlab::loadPreset("d2l-2gpu");
+    ExperimentConfig c;
+    c.name = "lr sweep 3";
+    c.dataset.path = m_dir.path().toStdString();
+    c.dataset.trainLimit = 1234;
+    c.dataset.testLimit = 99;
+    c.devices = {"cpu", "cpu", "cpu"};
+    c.batchSize = 96;
+    c.learningRate = 1e-3;
+    c.epochs = 7;
+    c.momentum = 0.95;
+    c.weightDecay = 5e-4;
+    c.seed = 18446744073709551615ULL;
+    c.precision = "bf16";
+    c.cpuThreads = 2;
+    c.collectiveTimeoutSeconds = 77;   // no field for it: kept as loaded
+    c.model.numClasses = 12;
+    QTest::newRow("every field") << c;
+}
+
+void tst_ExperimentForm::roundTrip()
+{
+    QFETCH(ExperimentConfig, config);
+    ExperimentForm form;
+    form.setConfig(config);
+    QCOMPARE(form.config().toJson(), config.toJson());
+    QCOMPARE(form.problems().isEmpty(), config.validate().empty());
+}
+
+void tst_ExperimentForm::invalidBatchSizeIsNamed()
+{
+    ExperimentForm form;
+    form.show();
+    QVERIFY(form.isValid());
+    QSignalSpy changed(&form, &ExperimentForm::changed);
+    auto *batch = field<QSpinBox>(form, "batchSize");
+    batch->setFocus();
+    batch->selectAll();
+    QTest::keyClicks(batch, QStringLiteral("0"));
+    QCOMPARE(batch->value(), 0);
+    QVERIFY(!changed.isEmpty());
+    QVERIFY(!form.isValid());
+    auto *problems = field<QLabel>(form, "problems");
+    QVERIFY(problems->isVisible());
+    QVERIFY2(problems->text().contains(QLatin1String("batch_size: must be at least 1, got 0")),
+             qPrintable(problems->text()));
+    QVERIFY(batch->property("invalid").toBool());
+    QVERIFY(batch->toolTip().contains(QLatin1String("batch_size")));
+    QVERIFY(!field<QLineEdit>(form, "learningRate")->property("invalid").toBool());
+    QTest::keyClicks(batch, QStringLiteral("32"));
+    QVERIFY(form.isValid());
+    QVERIFY(!problems->isVisible());
+    QVERIFY(!batch->property("invalid").toBool());
+}
+
+void tst_ExperimentForm::learningRateText_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<double>("value");
+    QTest::addColumn<QString>("problem");
+    QTest::newRow("decimal") << "0.1" << 0.1 << QString();
+    QTest::newRow("exponent") << "1e-3" << 1e-3 << QString();
+    QTest::newRow("spaces") << " 0.05 " << 0.05 << QString();
+    QTest::newRow("word") << "fast" << 0.0 << "learning_rate: must be a number, got \"fast\"";
+    QTest::newRow("comma") << "0,1" << 0.0 << "learning_rate: must be a number, got \"0,1\"";
+    QTest::newRow("negative") << "-1" << -1.0 << "learning_rate: must be finite and greater than 0, got -1";
+}
+
+void tst_ExperimentForm::learningRateText()
+{
+    QFETCH(QString, text);
+    QFETCH(double, value);
+    QFETCH(QString, problem);
+    ExperimentForm form;
+    auto *lr = field<QLineEdit>(form, "learningRate");
+    lr->selectAll();
+    QTest::keyClicks(lr, text);
+    if (problem.isEmpty()) {
+        QVERIFY2(form.isValid(), qPrintable(form.problems().join('\n')));
+        QCOMPARE(form.config().learningRate, value);
+    } else {
+        QVERIFY(!form.isValid());
+        QCOMPARE(form.problems(), QStringList{problem});
+    }
+}
+
+void tst_ExperimentForm::perDeviceBatch()
+{
+    ExperimentForm form;
+    ExperimentConfig c;
+    c.devices = {"cpu", "cpu", "cpu"};
+    c.batchSize = 64;
+    form.setConfig(c);
+    auto *label = field<QLabel>(form, "perDeviceBatch");
+    QCOMPARE(label->text(), QStringLiteral("21–22 per device"));
+    auto *replicas = field<QSpinBox>(form, "cpuReplicas");
+    replicas->setValue(2);
+    QCOMPARE(label->text(), QStringLiteral("32 per device"));
+    QCOMPARE(form.config().devices.size(), std::size_t(2));
+    field<QListWidget>(form, "devices")->item(0)->setCheckState(Qt::Unchecked);
+    QVERIFY(!replicas->isEnabled());
+    QVERIFY(form.problems().join('\n').contains(QLatin1String("devices: must list at least one device")));
+}
+
+void tst_ExperimentForm::datasetStatus()
+{
+    ExperimentForm form;
+    auto *status = field<QLabel>(form, "datasetStatus");
+    QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
+    field<QComboBox>(form, "datasetKind")->setCurrentIndex(1);
+    auto *path = field<QLineEdit>(form, "datasetPath");
+    path->setText(m_dir.path());
+    QVERIFY2(status->text().startsWith(QLatin1String("missing: train-images-idx3-ubyte")), qPrintable(status->text()));
+    path->setText(m_dir.path() + QStringLiteral("/nowhere"));
+    QVERIFY(status->text().contains(QLatin1String("no such folder")));
+    QVERIFY(form.problems().join('\n').contains(QLatin1String("dataset.path: no such folder")));
+    QVERIFY(path->property("invalid").toBool());
+}
+
+QTEST_MAIN(tst_ExperimentForm)
+#include "tst_experimentform.moc"

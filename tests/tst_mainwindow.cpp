@@ -1,0 +1,476 @@
+#include "core/config.h"
+#include "core/runrecord.h"
+#include "ui/accuracychart.h"
+#include "ui/experimentform.h"
+#include "ui/mainwindow.h"
+#include "ui/runhistorymodel.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QHeaderView>
+#include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QStatusBar>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest>
+
+using trainlab::ExperimentConfig;
+using trainlab::MainWindow;
+using trainlab::RunHistoryModel;
+
+namespace {
+
+template<typename T>
+T *child(QWidget &window, const char *name)
+{
+    T *widget = window.findChild<T *>(QLatin1String(name));
+    if (!widget)
+        qFatal("no widget named %s", name);
+    return widget;
+}
+
+// Types into a widget as a person would: select what is there, then the keys.
+void retype(QWidget *widget, const QString &text)
+{
+    widget->setFocus();
+    if (auto *spin = qobject_cast<QAbstractSpinBox *>(widget))
+        spin->selectAll();
+    else if (auto *edit = qobject_cast<QLineEdit *>(widget))
+        edit->selectAll();
+    QTest::keyClicks(widget, text);
+}
+
+// Clicks the given button of the next message box that opens.
+void answerNextQuestion(QMessageBox::StandardButton button)
+{
+    QTimer::singleShot(100, [button] {
+        auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+        if (box && box->button(button))
+            QTest::mouseClick(box->button(button), Qt::LeftButton);
+    });
+}
+
+QJsonObject readJson(const QString &path)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly))
+        return {};
+    return QJsonDocument::fromJson(file.readAll()).object();
+}
+
+} // namespace
+
+class tst_MainWindow : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void listsTheCpuAndBuild();
+    void invalidBatchSizeDisablesStart();
+    void shortRunGrowsTheChartAndHistory();
+    void stopEndsTheRunAsStopped();
+    void saveThenOpenRestoresEveryField();
+    void brokenFileLeavesTheFormUnchanged_data();
+    void brokenFileLeavesTheFormUnchanged();
+    void duplicateMarksAnUnsavedCopy();
+    void selectingTwoRunsOverlaysTwoCurves();
+    void useRunConfigurationAndDelete();
+    void exportsChartAndMetrics();
+    void closingDuringARunExitsCleanly();
+
+private:
+    // A small real experiment on the built-in sample, entered through the form's widgets.
+    void enterShortExperiment(MainWindow &window, int epochs, int trainImages);
+    // A finished run written through the core's run record, without training.
+    QString fakeRun(const QString &name, const QList<double> &testAcc);
+
+    QTemporaryDir m_home;
+    QString m_runsDir;
+};
+
+void tst_MainWindow::initTestCase()
+{
+    QVERIFY(m_home.isValid());
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("XDG_CONFIG_HOME", m_home.filePath(QStringLiteral("config")).toUtf8());
+    QApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
+    QApplication::setApplicationName(QStringLiteral("TrainLabTest"));
+}
+
+void tst_MainWindow::init()
+{
+    static int n = 0;
+    m_runsDir = m_home.filePath(QStringLiteral("runs%1").arg(++n));
+    qputenv("TRAINLAB_RUNS_DIR", m_runsDir.toUtf8());
+}
+
+void tst_MainWindow::cleanup()
+{
+    // A failed test must not leave a box open for the next one.
+    while (QWidget *modal = QApplication::activeModalWidget())
+        modal->close();
+}
+
+void tst_MainWindow::enterShortExperiment(MainWindow &window, int epochs, int trainImages)
+{
+    QVERIFY(window.loadPreset(QStringLiteral("quick-demo")));
+    retype(child<QLineEdit>(window, "name"), QStringLiteral("gui test"));
+    retype(child<QSpinBox>(window, "epochs"), QString::number(epochs));
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("20"));
+    retype(child<QSpinBox>(window, "trainLimit"), QString::number(trainImages));
+    retype(child<QSpinBox>(window, "testLimit"), QStringLiteral("20"));
+    QVERIFY2(window.form()->isValid(), qPrintable(window.form()->problems().join('\n')));
+}
+
+QString tst_MainWindow::fakeRun(const QString &name, const QList<double> &testAcc)
+{
+    ExperimentConfig c;
+    c.name = name.toStdString();
+    c.epochs = static_cast<int>(testAcc.size());
+    trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
+    trainlab::RunResult result;
+    for (int i = 0; i < testAcc.size(); ++i) {
+        trainlab::EpochMetrics m;
+        m.epoch = i + 1;
+        m.testAcc = testAcc[i];
+        m.trainLoss = 1.0;
+        record.appendEpoch(m);
+        result.epochs.push_back(m);
+    }
+    result.status = trainlab::RunStatus::Completed;
+    record.finish(result);
+    return QString::fromStdString(record.dir());
+}
+
+void tst_MainWindow::listsTheCpuAndBuild()
+{
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto *devices = child<QListWidget>(window, "devices");
+    QVERIFY(devices->item(0)->text().startsWith(QStringLiteral("cpu — CPU")));
+    QVERIFY(child<QPushButton>(window, "startButton")->isEnabled());
+    QVERIFY(!child<QPushButton>(window, "stopButton")->isEnabled());
+    QVERIFY(window.windowTitle().startsWith(QStringLiteral("experiment[*] — TrainLab")));
+    bool buildShown = false;
+    for (QLabel *label : window.statusBar()->findChildren<QLabel *>())
+        buildShown |= label->text().contains(QLatin1String("build, LibTorch"));
+    QVERIFY(buildShown);
+}
+
+void tst_MainWindow::invalidBatchSizeDisablesStart()
+{
+    MainWindow window;
+    window.show();
+    auto *start = child<QPushButton>(window, "startButton");
+    QVERIFY(start->isEnabled());
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("0"));
+    QVERIFY(!start->isEnabled());
+    auto *problems = child<QLabel>(window, "problems");
+    QVERIFY(problems->isVisible());
+    QVERIFY(problems->text().contains(QLatin1String("batch_size: must be at least 1, got 0")));
+    QVERIFY(window.isWindowModified());
+    QTest::mouseClick(start, Qt::LeftButton);
+    QVERIFY(!window.isRunning());
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("64"));
+    QVERIFY(start->isEnabled());
+}
+
+void tst_MainWindow::shortRunGrowsTheChartAndHistory()
+{
+    MainWindow window;
+    window.show();
+    enterShortExperiment(window, 2, 40);
+    QSignalSpy ended(&window, &MainWindow::runEnded);
+    QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
+    QVERIFY(window.isRunning());
+    QVERIFY(!child<QPushButton>(window, "startButton")->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(window.chart()->livePointCount(), 1, 120000);
+    // The run shows in the history while it trains.
+    QTRY_COMPARE(window.historyModel()->rowCount(), 1);
+    QCOMPARE(window.historyModel()->data(window.historyModel()->index(0, RunHistoryModel::Status)).toString(),
+             QStringLiteral("running"));
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 120000);
+    QCOMPARE(window.chart()->livePointCount(), 2);
+    QVERIFY(!window.isRunning());
+    QVERIFY(child<QPushButton>(window, "startButton")->isEnabled());
+
+    QCOMPARE(window.historyModel()->rowCount(), 1);
+    auto cell = [&](int column) { return window.historyModel()->data(window.historyModel()->index(0, column)).toString(); };
+    QCOMPARE(cell(RunHistoryModel::Name), QStringLiteral("gui test"));
+    QCOMPARE(cell(RunHistoryModel::Status), QStringLiteral("completed"));
+    QCOMPARE(cell(RunHistoryModel::Epochs), QStringLiteral("2/2"));
+    QCOMPARE(cell(RunHistoryModel::Batch), QStringLiteral("20"));
+    QCOMPARE(cell(RunHistoryModel::Devices), QStringLiteral("cpu"));
+
+    const QString dir = QString::fromStdString(window.historyModel()->summary(0).dir);
+    QVERIFY(dir.startsWith(m_runsDir));
+    for (const char *file : {"config.json", "metrics.csv", "summary.json", "checkpoint.pt"})
+        QVERIFY2(QFile::exists(dir + '/' + file), file);
+    QCOMPARE(readJson(dir + QStringLiteral("/summary.json")).value(QStringLiteral("status")).toString(),
+             QStringLiteral("completed"));
+    QFile metrics(dir + QStringLiteral("/metrics.csv"));
+    QVERIFY(metrics.open(QIODevice::ReadOnly));
+    QCOMPARE(metrics.readAll().count('\n'), 3);
+    const QString log = child<QPlainTextEdit>(window, "log")->toPlainText();
+    QVERIFY2(log.contains(QLatin1String("epoch 2/2  loss ")), qPrintable(log));
+    QVERIFY(log.contains(QLatin1String("run kept in ") + dir));
+}
+
+void tst_MainWindow::stopEndsTheRunAsStopped()
+{
+    MainWindow window;
+    window.show();
+    enterShortExperiment(window, 50, 400);
+    QSignalSpy ended(&window, &MainWindow::runEnded);
+    QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
+    auto *bar = child<QProgressBar>(window, "batchProgress");
+    QTRY_VERIFY_WITH_TIMEOUT(bar->value() >= 1 && bar->maximum() == 20, 60000);
+    auto *stop = child<QPushButton>(window, "stopButton");
+    QVERIFY(stop->isEnabled());
+    QElapsedTimer clock;
+    clock.start();
+    QTest::mouseClick(stop, Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 20000);
+    qInfo("stopped %lld ms after the click", static_cast<long long>(clock.elapsed()));
+    const auto result = ended.first().first().value<trainlab::RunResult>();
+    QCOMPARE(result.status, trainlab::RunStatus::Stopped);
+    QVERIFY(result.epochs.size() < 50);
+    QCOMPARE(window.historyModel()->data(window.historyModel()->index(0, RunHistoryModel::Status)).toString(),
+             QStringLiteral("stopped"));
+    QCOMPARE(readJson(result.runDir.c_str() + QStringLiteral("/summary.json")).value("status").toString(),
+             QStringLiteral("stopped"));
+}
+
+void tst_MainWindow::saveThenOpenRestoresEveryField()
+{
+    MainWindow window;
+    window.show();
+    retype(child<QLineEdit>(window, "name"), QStringLiteral("saved experiment"));
+    child<QComboBox>(window, "datasetKind")->setCurrentIndex(1);
+    retype(child<QLineEdit>(window, "datasetPath"), m_home.path());
+    retype(child<QSpinBox>(window, "cpuReplicas"), QStringLiteral("2"));
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("48"));
+    retype(child<QLineEdit>(window, "learningRate"), QStringLiteral("3e-2"));
+    retype(child<QSpinBox>(window, "epochs"), QStringLiteral("12"));
+    retype(child<QLineEdit>(window, "seed"), QStringLiteral("42"));
+    retype(child<QLineEdit>(window, "momentum"), QStringLiteral("0.875"));
+    retype(child<QLineEdit>(window, "weightDecay"), QStringLiteral("1e-4"));
+    child<QComboBox>(window, "precision")->setCurrentText(QStringLiteral("bf16"));
+    retype(child<QSpinBox>(window, "cpuThreads"), QStringLiteral("3"));
+    retype(child<QSpinBox>(window, "trainLimit"), QStringLiteral("500"));
+    retype(child<QSpinBox>(window, "testLimit"), QStringLiteral("100"));
+    QVERIFY(window.isWindowModified());
+    const ExperimentConfig entered = window.form()->config();
+    QCOMPARE(entered.devices, (std::vector<std::string>{"cpu", "cpu"}));
+    QCOMPARE(entered.learningRate, 0.03);
+
+    const QString path = m_home.filePath(QStringLiteral("saved.json"));
+    QVERIFY(window.saveConfigTo(path));
+    QVERIFY(!window.isWindowModified());
+    QVERIFY(window.windowTitle().startsWith(QLatin1String("saved experiment[*]")));
+    QCOMPARE(ExperimentConfig::load(path.toStdString()).toJson(), entered.toJson());
+
+    MainWindow reopened;
+    QVERIFY(reopened.openConfigFile(path));
+    QVERIFY(!reopened.isWindowModified());
+    QCOMPARE(reopened.currentFile(), path);
+    QCOMPARE(reopened.form()->config().toJson(), entered.toJson());
+    QCOMPARE(child<QLineEdit>(reopened, "name")->text(), QStringLiteral("saved experiment"));
+    QCOMPARE(child<QComboBox>(reopened, "datasetKind")->currentIndex(), 1);
+    QCOMPARE(child<QLineEdit>(reopened, "datasetPath")->text(), m_home.path());
+    QCOMPARE(child<QSpinBox>(reopened, "cpuReplicas")->value(), 2);
+    QCOMPARE(child<QSpinBox>(reopened, "batchSize")->value(), 48);
+    QCOMPARE(child<QLineEdit>(reopened, "learningRate")->text(), QStringLiteral("0.03"));
+    QCOMPARE(child<QSpinBox>(reopened, "epochs")->value(), 12);
+    QCOMPARE(child<QLineEdit>(reopened, "seed")->text(), QStringLiteral("42"));
+    QCOMPARE(child<QLineEdit>(reopened, "momentum")->text(), QStringLiteral("0.875"));
+    QCOMPARE(child<QLineEdit>(reopened, "weightDecay")->text(), QStringLiteral("1e-4"));
+    QCOMPARE(child<QComboBox>(reopened, "precision")->currentText(), QStringLiteral("bf16"));
+    QCOMPARE(child<QSpinBox>(reopened, "cpuThreads")->value(), 3);
+    QCOMPARE(child<QSpinBox>(reopened, "trainLimit")->value(), 500);
+    QCOMPARE(child<QSpinBox>(reopened, "testLimit")->value(), 100);
+}
+
+void tst_MainWindow::brokenFileLeavesTheFormUnchanged_data()
+{
+    QTest::addColumn<QByteArray>("content");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("not json") << QByteArray("{\"name\": ") << "not valid JSON";
+    QTest::newRow("foreign json") << QByteArray("{\"model_name\": \"bert\"}") << "model_name: unknown key";
+    QTest::newRow("wrong type") << QByteArray("{\"batch_size\": \"big\"}") << "batch_size: must be an integer";
+    QTest::newRow("future schema") << QByteArray("{\"schema_version\": 2}") << "schema_version: must be 1, got 2";
+    QTest::newRow("missing") << QByteArray() << "cannot";
+}
+
+void tst_MainWindow::brokenFileLeavesTheFormUnchanged()
+{
+    QFETCH(QByteArray, content);
+    QFETCH(QString, message);
+    MainWindow window;
+    window.show();
+    QVERIFY(window.loadPreset(QStringLiteral("quick-demo")));
+    retype(child<QSpinBox>(window, "epochs"), QStringLiteral("3"));
+    const std::string before = window.form()->config().toJson();
+    QString path = m_home.filePath(QStringLiteral("broken.json"));
+    QFile::remove(path);
+    if (!content.isEmpty()) {
+        QFile file(path);
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(content);
+    }
+    QVERIFY(!window.openConfigFile(path));
+    QCOMPARE(window.form()->config().toJson(), before);
+    QVERIFY(window.isWindowModified());
+    QVERIFY(window.currentFile().isEmpty());
+    auto *box = window.findChild<QMessageBox *>(QStringLiteral("errorBox"));
+    QVERIFY(box);
+    QTRY_VERIFY(box->isVisible());
+    QVERIFY2(box->text().contains(message), qPrintable(box->text()));
+    QVERIFY(box->text().contains(path));
+    box->close();
+}
+
+void tst_MainWindow::duplicateMarksAnUnsavedCopy()
+{
+    MainWindow window;
+    window.show();
+    const QString path = m_home.filePath(QStringLiteral("original.json"));
+    QVERIFY(window.loadPreset(QStringLiteral("quick-demo")));
+    QVERIFY(window.saveConfigTo(path));
+    QVERIFY(!window.isWindowModified());
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QTest::keyClick(&window, Qt::Key_D, Qt::ControlModifier);
+    QCOMPARE(child<QLineEdit>(window, "name")->text(), QStringLiteral("quick-demo copy"));
+    QVERIFY(window.isWindowModified());
+    QVERIFY(window.currentFile().isEmpty());
+    QCOMPARE(ExperimentConfig::load(path.toStdString()).name, std::string("quick-demo"));
+}
+
+void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
+{
+    fakeRun(QStringLiteral("first"), {0.3, 0.5, 0.6});
+    fakeRun(QStringLiteral("second"), {0.4, 0.7});
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QTableView *table = window.history();
+    QCOMPARE(table->model()->rowCount(), 2);
+    QCOMPARE(window.chart()->overlayCount(), 0);
+    const QRect row0 = table->visualRect(table->model()->index(0, 0));
+    const QRect row1 = table->visualRect(table->model()->index(1, 0));
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, row0.center());
+    QCOMPARE(window.chart()->overlayCount(), 1);
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, row1.center());
+    QCOMPARE(window.chart()->overlayCount(), 2);
+    const QStringList names = window.chart()->seriesNames();
+    QVERIFY(std::any_of(names.begin(), names.end(), [](const QString &n) { return n.startsWith("first ("); }));
+    QVERIFY(std::any_of(names.begin(), names.end(), [](const QString &n) { return n.startsWith("second ("); }));
+}
+
+void tst_MainWindow::useRunConfigurationAndDelete()
+{
+    const QString dir = fakeRun(QStringLiteral("to reuse"), {0.5});
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QTableView *table = window.history();
+    QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, table->visualRect(table->model()->index(0, 0)).center());
+    QCOMPARE(child<QLineEdit>(window, "name")->text(), QStringLiteral("to reuse"));
+    QVERIFY(window.isWindowModified());
+
+    table->setFocus();
+    answerNextQuestion(QMessageBox::No);
+    QTest::keyClick(table, Qt::Key_Delete);
+    QVERIFY(QDir(dir).exists());
+    // The offscreen platform does not give the window back its focus after a dialog, as a desktop would.
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    table->setFocus();
+    answerNextQuestion(QMessageBox::Yes);
+    QTest::keyClick(table, Qt::Key_Delete);
+    QVERIFY(!QDir(dir).exists());
+    QCOMPARE(table->model()->rowCount(), 0);
+    QCOMPARE(window.chart()->overlayCount(), 0);
+}
+
+void tst_MainWindow::exportsChartAndMetrics()
+{
+    fakeRun(QStringLiteral("a,\"quoted\" run"), {0.3, 0.5});
+    fakeRun(QStringLiteral("b"), {0.4});
+    MainWindow window;
+    window.show();
+    window.history()->selectAll();
+    QCOMPARE(window.chart()->overlayCount(), 2);
+
+    const QString png = m_home.filePath(QStringLiteral("chart.png"));
+    QVERIFY(window.exportChart(png));
+    const QImage image(png);
+    QVERIFY(!image.isNull());
+    QVERIFY(image.width() > 100 && image.height() > 100);
+    const QString svg = m_home.filePath(QStringLiteral("chart.svg"));
+    QVERIFY(window.exportChart(svg));
+    QVERIFY(QFileInfo(svg).size() > 1000);
+
+    const QString csv = m_home.filePath(QStringLiteral("metrics.csv"));
+    QVERIFY(window.exportMetricsCsv(csv));
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = file.readAll().split('\n');
+    QCOMPARE(lines.first(), QByteArray("run,name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second"));
+    QCOMPARE(lines.size(), 1 + 3 + 1);   // header, three epochs, the final newline
+    QVERIFY(file.fileName().endsWith("metrics.csv"));
+    bool quoted = false;
+    for (const QByteArray &line : lines)
+        quoted |= line.contains(",\"a,\"\"quoted\"\" run\",2,");
+    QVERIFY(quoted);
+
+    QVERIFY(!window.exportChart(m_home.filePath(QStringLiteral("missing/chart.png"))));
+    QVERIFY(window.lastError().contains(QLatin1String("missing/chart.png: cannot write")));
+}
+
+void tst_MainWindow::closingDuringARunExitsCleanly()
+{
+    auto *window = new MainWindow;
+    window->setAttribute(Qt::WA_DeleteOnClose);
+    QPointer<MainWindow> guard(window);
+    window->show();
+    enterShortExperiment(*window, 50, 400);
+    QVERIFY(window->saveConfigTo(m_home.filePath(QStringLiteral("closing.json"))));
+    QTest::mouseClick(child<QPushButton>(*window, "startButton"), Qt::LeftButton);
+    auto *bar = child<QProgressBar>(*window, "batchProgress");
+    QTRY_VERIFY_WITH_TIMEOUT(bar->value() >= 1, 60000);
+
+    answerNextQuestion(QMessageBox::No);
+    window->close();
+    QTest::qWait(300);
+    QVERIFY(guard && window->isVisible() && window->isRunning());
+
+    answerNextQuestion(QMessageBox::Yes);
+    window->close();
+    QTRY_VERIFY_WITH_TIMEOUT(guard.isNull(), 20000);
+    const auto runs = trainlab::listRuns(m_runsDir.toStdString());
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs.front().status, std::string("stopped"));
+}
+
+QTEST_MAIN(tst_MainWindow)
+#include "tst_mainwindow.moc"

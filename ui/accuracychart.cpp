@@ -1,0 +1,247 @@
+#include "ui/accuracychart.h"
+
+#include <QCursor>
+#include <QImage>
+#include <QLineSeries>
+#include <QPainter>
+#include <QSaveFile>
+#include <QScatterSeries>
+#include <QSvgGenerator>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+
+namespace trainlab {
+
+namespace {
+
+// Distinct colours for the overlaid runs (Tableau 10, skipping the live curve's blue).
+const QColor kOverlayColours[] = {QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
+                                  QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22),
+                                  QColor(0x17becf)};
+
+QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle style = Qt::SolidLine)
+{
+    auto *series = new QLineSeries;
+    series->setName(name);
+    QPen pen(colour);
+    pen.setWidthF(2.0);
+    pen.setStyle(style);
+    series->setPen(pen);
+    series->setPointsVisible(true);
+    return series;
+}
+
+bool commit(QSaveFile &file, const QString &path, QString *error)
+{
+    if (file.commit())
+        return true;
+    if (error)
+        *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
+    return false;
+}
+
+} // namespace
+
+AccuracyChart::AccuracyChart(QWidget *parent)
+    : QChartView(new QChart, parent)
+    , m_axisX(new QValueAxis)
+    , m_axisAcc(new QValueAxis)
+    , m_axisLoss(new QValueAxis)
+    , m_testAcc(lineSeries(tr("test acc"), QColor(0x1f77b4)))
+    , m_trainAcc(lineSeries(tr("train acc"), QColor(0x9467bd), Qt::DashLine))
+    , m_loss(lineSeries(tr("train loss"), QColor(0x2ca02c), Qt::DotLine))
+    , m_bestMarker(new QScatterSeries)
+{
+    setObjectName(QStringLiteral("accuracyChart"));
+    setRenderHint(QPainter::Antialiasing);
+    QChart *c = chart();
+    c->legend()->setAlignment(Qt::AlignBottom);
+    c->setMargins(QMargins(4, 4, 4, 4));
+    m_axisX->setTitleText(tr("epoch"));
+    m_axisX->setLabelFormat(QStringLiteral("%d"));
+    m_axisAcc->setTitleText(tr("test acc"));
+    m_axisAcc->setRange(0.0, 1.0);
+    m_axisAcc->setTickCount(6);
+    m_axisLoss->setTitleText(tr("train loss"));
+    m_axisLoss->setLabelFormat(QStringLiteral("%.2f"));
+    m_axisLoss->setRange(0.0, 1.0);
+    c->addAxis(m_axisX, Qt::AlignBottom);
+    c->addAxis(m_axisAcc, Qt::AlignLeft);
+    c->addAxis(m_axisLoss, Qt::AlignRight);
+    m_bestMarker->setName(tr("best"));
+    m_bestMarker->setMarkerSize(14.0);
+    m_bestMarker->setColor(QColor(0xffd700));
+    m_bestMarker->setBorderColor(QColor(0x1f77b4));
+    attach(m_testAcc, m_axisAcc);
+    attach(m_trainAcc, m_axisAcc);
+    attach(m_loss, m_axisLoss);
+    attach(m_bestMarker, m_axisAcc);
+    m_flushTimer.setSingleShot(true);
+    m_flushTimer.setInterval(40);
+    connect(&m_flushTimer, &QTimer::timeout, this, &AccuracyChart::flush);
+    updateRanges();
+}
+
+void AccuracyChart::attach(QAbstractSeries *series, QValueAxis *y)
+{
+    chart()->addSeries(series);
+    series->attachAxis(m_axisX);
+    series->attachAxis(y);
+    if (auto *xy = qobject_cast<QXYSeries *>(series)) {
+        const QString name = xy->name();
+        connect(xy, &QXYSeries::hovered, this,
+                [this, name](const QPointF &point, bool state) { showTip(name, point, state); });
+    }
+}
+
+void AccuracyChart::showTip(const QString &series, const QPointF &point, bool state)
+{
+    if (state)
+        QToolTip::showText(QCursor::pos(), tr("%1\nepoch %2: %3").arg(series).arg(std::lround(point.x()))
+                                                .arg(point.y(), 0, 'f', 4), this);
+    else
+        QToolTip::hideText();
+}
+
+void AccuracyChart::beginRun(const QString &name, int epochs)
+{
+    m_flushTimer.stop();
+    m_pending.clear();
+    m_testAcc->clear();
+    m_trainAcc->clear();
+    m_loss->clear();
+    m_bestMarker->clear();
+    m_best = QPointF();
+    m_maxLoss = 0.0;
+    m_epochs = std::max(1, epochs);
+    m_testAcc->setName(name.isEmpty() ? tr("test acc") : tr("%1 test acc").arg(name));
+    updateRanges();
+}
+
+void AccuracyChart::addEpoch(const EpochMetrics &metrics)
+{
+    m_pending.append(metrics);
+    if (!m_flushTimer.isActive())
+        m_flushTimer.start();
+}
+
+void AccuracyChart::flush()
+{
+    for (const EpochMetrics &m : std::as_const(m_pending)) {
+        m_testAcc->append(m.epoch, m.testAcc);
+        m_trainAcc->append(m.epoch, m.trainAcc);
+        m_loss->append(m.epoch, m.trainLoss);
+        if (std::isfinite(m.trainLoss))
+            m_maxLoss = std::max(m_maxLoss, m.trainLoss);
+        if (m_best.isNull() || m.testAcc > m_best.y())
+            m_best = QPointF(m.epoch, m.testAcc);
+        m_epochs = std::max(m_epochs, m.epoch);
+    }
+    m_pending.clear();
+    if (!m_best.isNull())
+        m_bestMarker->replace(QList<QPointF>{m_best});
+    updateRanges();
+}
+
+void AccuracyChart::updateRanges()
+{
+    int epochs = m_epochs;
+    for (const QLineSeries *s : std::as_const(m_overlays)) {
+        if (s->count() > 0)
+            epochs = std::max(epochs, static_cast<int>(s->at(s->count() - 1).x()));
+    }
+    m_axisX->setRange(1, std::max(2, epochs));
+    m_axisX->setTickCount(std::min(std::max(2, epochs), 11));
+    m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
+}
+
+void AccuracyChart::setOverlays(const QVector<Overlay> &overlays)
+{
+    for (QLineSeries *s : std::as_const(m_overlays)) {
+        chart()->removeSeries(s);
+        delete s;
+    }
+    m_overlays.clear();
+    for (int i = 0; i < overlays.size(); ++i) {
+        const QColor colour = kOverlayColours[static_cast<std::size_t>(i) % std::size(kOverlayColours)];
+        QLineSeries *s = lineSeries(overlays[i].name, colour);
+        s->append(QList<QPointF>(overlays[i].testAcc.cbegin(), overlays[i].testAcc.cend()));
+        attach(s, m_axisAcc);
+        m_overlays.append(s);
+    }
+    updateRanges();
+}
+
+void AccuracyChart::setTrainAccVisible(bool visible)
+{
+    m_trainAcc->setVisible(visible);
+}
+
+void AccuracyChart::setLossVisible(bool visible)
+{
+    m_loss->setVisible(visible);
+    m_axisLoss->setVisible(visible);
+}
+
+int AccuracyChart::livePointCount() const
+{
+    return m_testAcc->count();
+}
+
+QStringList AccuracyChart::seriesNames() const
+{
+    QStringList names;
+    for (const QAbstractSeries *s : chart()->series()) {
+        if (s->isVisible())
+            names << s->name();
+    }
+    return names;
+}
+
+bool AccuracyChart::savePng(const QString &path, QString *error)
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) {
+        if (error)
+            *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
+        return false;
+    }
+    // Twice the window's size: crisp on high-DPI screens and in documents.
+    QImage image(size() * 2, QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    render(&painter, QRectF(image.rect()), rect());
+    painter.end();
+    if (!image.save(&file, "PNG")) {
+        if (error)
+            *error = QStringLiteral("%1: cannot encode the PNG image").arg(path);
+        file.cancelWriting();
+        return false;
+    }
+    return commit(file, path, error);
+}
+
+bool AccuracyChart::saveSvg(const QString &path, QString *error)
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) {
+        if (error)
+            *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
+        return false;
+    }
+    QSvgGenerator generator;
+    generator.setOutputDevice(&file);
+    generator.setSize(size());
+    generator.setViewBox(rect());
+    generator.setTitle(tr("TrainLab accuracy chart"));
+    QPainter painter(&generator);
+    render(&painter);
+    painter.end();
+    return commit(file, path, error);
+}
+
+} // namespace trainlab

@@ -1,0 +1,69 @@
+#pragma once
+
+#include "core/observer.h"
+
+#include <QChartView>
+#include <QList>
+#include <QPointF>
+#include <QTimer>
+#include <QVector>
+
+class QLineSeries;
+class QScatterSeries;
+class QValueAxis;
+
+namespace trainlab {
+
+// d2l's Animator made live: test accuracy per epoch, appended as epochs arrive, with earlier runs overlaid.
+class AccuracyChart : public QChartView
+{
+    Q_OBJECT
+
+public:
+    struct Overlay
+    {
+        QString name;
+        QVector<QPointF> testAcc;   // (epoch, accuracy)
+    };
+
+    explicit AccuracyChart(QWidget *parent = nullptr);
+
+    // Clears the live curves; the x axis spans 1..epochs.
+    void beginRun(const QString &name, int epochs);
+    // Queued and drawn together by a single-shot timer, so a burst of epochs costs one redraw.
+    void addEpoch(const EpochMetrics &metrics);
+    void setOverlays(const QVector<Overlay> &overlays);
+    void setTrainAccVisible(bool visible);
+    void setLossVisible(bool visible);
+
+    int livePointCount() const;
+    int overlayCount() const { return m_overlays.size(); }
+    QPointF bestPoint() const { return m_best; }
+    QStringList seriesNames() const;
+
+    // Both written atomically; false with *error set on failure.
+    bool savePng(const QString &path, QString *error);
+    bool saveSvg(const QString &path, QString *error);
+
+private:
+    void flush();
+    void updateRanges();
+    void attach(QAbstractSeries *series, QValueAxis *y);
+    void showTip(const QString &series, const QPointF &point, bool state);
+
+    QValueAxis *m_axisX;
+    QValueAxis *m_axisAcc;
+    QValueAxis *m_axisLoss;
+    QLineSeries *m_testAcc;
+    QLineSeries *m_trainAcc;
+    QLineSeries *m_loss;
+    QScatterSeries *m_bestMarker;
+    QList<QLineSeries *> m_overlays;
+    QList<EpochMetrics> m_pending;
+    QTimer m_flushTimer;
+    QPointF m_best;
+    int m_epochs = 1;
+    double m_maxLoss = 0.0;
+};
+
+} // namespace trainlab

@@ -1,0 +1,347 @@
+#include "ui/experimentform.h"
+
+#include "core/devices.h"
+#include "core/idx.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QLocale>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <climits>
+
+namespace trainlab {
+
+namespace {
+
+constexpr int kIdRole = Qt::UserRole;
+const char kBuiltin[] = "builtin:sample";
+
+// The shortest text that reads back as the same double, written as a person would: 1e-4, not 1e-04.
+QString shortest(double value)
+{
+    QString text = QString::number(value, 'g', QLocale::FloatingPointShortest);
+    static const QRegularExpression paddedExponent(QStringLiteral("e([+-])0+(\\d)"));
+    return text.replace(paddedExponent, QStringLiteral("e\\1\\2")).replace(QStringLiteral("e+"), QStringLiteral("e"));
+}
+
+QSpinBox *spinBox(const char *objectName, int minimum, int maximum, const QString &special = {})
+{
+    auto *box = new QSpinBox;
+    box->setObjectName(QLatin1String(objectName));
+    box->setRange(minimum, maximum);
+    box->setSpecialValueText(special);
+    box->setAccelerated(true);
+    return box;
+}
+
+QLineEdit *lineEdit(const char *objectName, const QString &placeholder = {})
+{
+    auto *edit = new QLineEdit;
+    edit->setObjectName(QLatin1String(objectName));
+    edit->setPlaceholderText(placeholder);
+    return edit;
+}
+
+QString gib(std::uint64_t bytes)
+{
+    return QString::number(static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0), 'f', 1) + QStringLiteral(" GiB");
+}
+
+} // namespace
+
+ExperimentForm::ExperimentForm(QWidget *parent)
+    : QWidget(parent)
+    , m_name(lineEdit("name"))
+    , m_datasetKind(new QComboBox)
+    , m_datasetPath(lineEdit("datasetPath", tr("folder with the four IDX files")))
+    , m_chooseFolder(new QPushButton(tr("Choose folder…")))
+    , m_datasetStatus(new QLabel)
+    , m_devices(new QListWidget)
+    , m_cpuReplicas(spinBox("cpuReplicas", 1, 64))
+    , m_batchSize(spinBox("batchSize", 0, 1 << 24))
+    , m_perDevice(new QLabel)
+    , m_learningRate(lineEdit("learningRate", tr("0.1 or 1e-3")))
+    , m_epochs(spinBox("epochs", 0, 100000))
+    , m_seed(lineEdit("seed"))
+    , m_momentum(lineEdit("momentum", tr("0 to below 1")))
+    , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
+    , m_precision(new QComboBox)
+    , m_cpuThreads(spinBox("cpuThreads", 0, 1024, tr("all cores")))
+    , m_trainLimit(spinBox("trainLimit", 0, INT_MAX, tr("all")))
+    , m_testLimit(spinBox("testLimit", 0, INT_MAX, tr("all")))
+    , m_problemsLabel(new QLabel)
+{
+    m_datasetKind->setObjectName(QStringLiteral("datasetKind"));
+    m_datasetKind->addItems({tr("Built-in sample"), tr("Fashion-MNIST folder")});
+    m_chooseFolder->setObjectName(QStringLiteral("chooseDatasetFolder"));
+    m_datasetStatus->setObjectName(QStringLiteral("datasetStatus"));
+    m_datasetStatus->setWordWrap(true);
+    m_devices->setObjectName(QStringLiteral("devices"));
+    m_devices->setMaximumHeight(110);
+    m_cpuReplicas->setToolTip(tr("CPU replicas: each one more model copy sharing the CPU cores"));
+    m_perDevice->setObjectName(QStringLiteral("perDeviceBatch"));
+    m_precision->setObjectName(QStringLiteral("precision"));
+    m_precision->addItems({QStringLiteral("fp32"), QStringLiteral("bf16")});
+    m_problemsLabel->setObjectName(QStringLiteral("problems"));
+    m_problemsLabel->setWordWrap(true);
+    m_problemsLabel->setStyleSheet(QStringLiteral("color: #b71c1c;"));
+    m_problemsLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto *form = new QFormLayout;
+    form->addRow(tr("&Name:"), m_name);
+    auto *datasetRow = new QHBoxLayout;
+    datasetRow->addWidget(m_datasetKind);
+    datasetRow->addWidget(m_chooseFolder);
+    form->addRow(tr("&Dataset:"), datasetRow);
+    form->addRow(QString(), m_datasetPath);
+    form->addRow(QString(), m_datasetStatus);
+    form->addRow(tr("De&vices:"), m_devices);
+    form->addRow(tr("CPU replicas:"), m_cpuReplicas);
+    auto *batchRow = new QHBoxLayout;
+    batchRow->addWidget(m_batchSize, 1);
+    batchRow->addWidget(m_perDevice);
+    form->addRow(tr("&Batch size:"), batchRow);
+    form->addRow(tr("&Learning rate:"), m_learningRate);
+    form->addRow(tr("&Epochs:"), m_epochs);
+    form->addRow(tr("&Seed:"), m_seed);
+
+    auto *advanced = new QGroupBox(tr("Advanced"));
+    advanced->setObjectName(QStringLiteral("advanced"));
+    auto *advancedForm = new QFormLayout(advanced);
+    advancedForm->addRow(tr("&Momentum:"), m_momentum);
+    advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
+    advancedForm->addRow(tr("&Precision:"), m_precision);
+    advancedForm->addRow(tr("CPU &threads:"), m_cpuThreads);
+    advancedForm->addRow(tr("&Train images:"), m_trainLimit);
+    advancedForm->addRow(tr("T&est images:"), m_testLimit);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(advanced);
+    layout->addWidget(m_problemsLabel);
+    layout->addStretch(1);
+
+    m_fields = {{QStringLiteral("name"), m_name},
+                {QStringLiteral("dataset.path"), m_datasetPath},
+                {QStringLiteral("dataset.train_limit"), m_trainLimit},
+                {QStringLiteral("dataset.test_limit"), m_testLimit},
+                {QStringLiteral("devices"), m_devices},
+                {QStringLiteral("batch_size"), m_batchSize},
+                {QStringLiteral("learning_rate"), m_learningRate},
+                {QStringLiteral("epochs"), m_epochs},
+                {QStringLiteral("seed"), m_seed},
+                {QStringLiteral("momentum"), m_momentum},
+                {QStringLiteral("weight_decay"), m_weightDecay},
+                {QStringLiteral("precision"), m_precision},
+                {QStringLiteral("cpu_threads"), m_cpuThreads}};
+
+    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay})
+        connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
+    for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit})
+        connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
+    for (QComboBox *combo : {m_datasetKind, m_precision})
+        connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
+    connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
+    connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
+
+    setConfig(ExperimentConfig{});
+}
+
+void ExperimentForm::buildDevices(const std::vector<std::string> &configured)
+{
+    m_devices->clear();
+    std::vector<std::string> shown;
+    for (const DeviceInfo &d : listDevices()) {
+        const QString text = d.id == "cpu"
+            ? QStringLiteral("cpu — %1, %2").arg(QString::fromStdString(d.name), gib(d.memoryBytes))
+            : QStringLiteral("%1 — %2, %3").arg(QString::fromStdString(d.id), QString::fromStdString(d.name),
+                                               gib(d.memoryBytes));
+        auto *item = new QListWidgetItem(text, m_devices);
+        item->setData(kIdRole, QString::fromStdString(d.id));
+        shown.push_back(d.id);
+    }
+    // A configured device this machine lacks stays listed, so the file round-trips and validation names it.
+    for (const std::string &id : configured) {
+        if (std::find(shown.begin(), shown.end(), id) != shown.end())
+            continue;
+        auto *item = new QListWidgetItem(tr("%1 — not on this machine").arg(QString::fromStdString(id)), m_devices);
+        item->setData(kIdRole, QString::fromStdString(id));
+        item->setForeground(QColor(0xb7, 0x1c, 0x1c));
+        shown.push_back(id);
+    }
+    for (int i = 0; i < m_devices->count(); ++i) {
+        QListWidgetItem *item = m_devices->item(i);
+        const std::string id = item->data(kIdRole).toString().toStdString();
+        item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
+        const bool on = std::find(configured.begin(), configured.end(), id) != configured.end();
+        item->setCheckState(on ? Qt::Checked : Qt::Unchecked);
+    }
+}
+
+void ExperimentForm::setConfig(const ExperimentConfig &config)
+{
+    m_loading = true;
+    m_base = config;
+    m_name->setText(QString::fromStdString(config.name));
+    const bool builtin = config.dataset.path == kBuiltin;
+    m_datasetKind->setCurrentIndex(builtin ? 0 : 1);
+    m_datasetPath->setText(builtin ? QString() : QString::fromStdString(config.dataset.path));
+    buildDevices(config.devices);
+    m_cpuReplicas->setValue(std::max<int>(1, static_cast<int>(std::count(config.devices.begin(), config.devices.end(),
+                                                                          std::string("cpu")))));
+    m_batchSize->setValue(static_cast<int>(std::min<std::int64_t>(config.batchSize, m_batchSize->maximum())));
+    m_learningRate->setText(shortest(config.learningRate));
+    m_epochs->setValue(config.epochs);
+    m_seed->setText(QString::number(config.seed));
+    m_momentum->setText(shortest(config.momentum));
+    m_weightDecay->setText(shortest(config.weightDecay));
+    m_precision->setCurrentText(QString::fromStdString(config.precision));
+    m_cpuThreads->setValue(config.cpuThreads);
+    m_trainLimit->setValue(static_cast<int>(std::min<std::int64_t>(config.dataset.trainLimit, INT_MAX)));
+    m_testLimit->setValue(static_cast<int>(std::min<std::int64_t>(config.dataset.testLimit, INT_MAX)));
+    m_loading = false;
+    onEdited();
+}
+
+ExperimentConfig ExperimentForm::config() const
+{
+    ExperimentConfig c = m_base;
+    c.name = m_name->text().toStdString();
+    c.dataset.path = m_datasetKind->currentIndex() == 0 ? std::string(kBuiltin) : m_datasetPath->text().toStdString();
+    c.dataset.trainLimit = m_trainLimit->value();
+    c.dataset.testLimit = m_testLimit->value();
+    c.devices.clear();
+    for (int i = 0; i < m_devices->count(); ++i) {
+        const QListWidgetItem *item = m_devices->item(i);
+        if (item->checkState() != Qt::Checked)
+            continue;
+        const std::string id = item->data(kIdRole).toString().toStdString();
+        const int copies = id == "cpu" ? m_cpuReplicas->value() : 1;
+        c.devices.insert(c.devices.end(), static_cast<std::size_t>(copies), id);
+    }
+    c.batchSize = m_batchSize->value();
+    bool ok = false;
+    if (const double v = QLocale::c().toDouble(m_learningRate->text().trimmed(), &ok); ok)
+        c.learningRate = v;
+    c.epochs = m_epochs->value();
+    if (const qulonglong v = m_seed->text().trimmed().toULongLong(&ok); ok)
+        c.seed = v;
+    if (const double v = QLocale::c().toDouble(m_momentum->text().trimmed(), &ok); ok)
+        c.momentum = v;
+    if (const double v = QLocale::c().toDouble(m_weightDecay->text().trimmed(), &ok); ok)
+        c.weightDecay = v;
+    c.precision = m_precision->currentText().toStdString();
+    c.cpuThreads = m_cpuThreads->value();
+    return c;
+}
+
+QStringList ExperimentForm::problems() const
+{
+    QStringList list;
+    auto number = [&](const char *key, const QLineEdit *edit, bool integer) {
+        bool ok = false;
+        const QString text = edit->text().trimmed();
+        if (integer)
+            (void)text.toULongLong(&ok);
+        else
+            (void)QLocale::c().toDouble(text, &ok);
+        if (!ok)
+            list << QStringLiteral("%1: must be %2, got \"%3\"")
+                        .arg(QLatin1String(key), integer ? tr("a whole number, 0 or more") : tr("a number"), text);
+    };
+    number("learning_rate", m_learningRate, false);
+    number("seed", m_seed, true);
+    number("momentum", m_momentum, false);
+    number("weight_decay", m_weightDecay, false);
+    for (const std::string &p : config().validate()) {
+        const QString problem = QString::fromStdString(p);
+        const QString key = problem.section(QLatin1Char(':'), 0, 0);
+        // A text that does not parse already has its message; the stale value's would mislead.
+        if (!std::any_of(list.cbegin(), list.cend(), [&](const QString &l) { return l.startsWith(key + ':'); }))
+            list << problem;
+    }
+    return list;
+}
+
+void ExperimentForm::onEdited()
+{
+    if (m_loading)
+        return;
+    refreshDerived();
+    showProblems();
+    Q_EMIT changed();
+}
+
+void ExperimentForm::refreshDerived()
+{
+    const bool folder = m_datasetKind->currentIndex() == 1;
+    m_datasetPath->setVisible(folder);
+    m_chooseFolder->setEnabled(folder);
+    const std::string path = folder ? m_datasetPath->text().toStdString() : std::string(kBuiltin);
+    if (path.empty()) {
+        m_datasetStatus->setText(tr("choose a folder holding train-images-idx3-ubyte(.gz) and the three other files"));
+    } else {
+        const DatasetStatus status = inspectDataset(path);
+        QString text = QString::fromStdString(status.message);
+        if (!folder && status.ok)
+            text += tr(" (not the official split)");
+        m_datasetStatus->setText(text);
+        m_datasetStatus->setStyleSheet(status.ok ? QString() : QStringLiteral("color: #b71c1c;"));
+    }
+    bool cpuChecked = false;
+    for (int i = 0; i < m_devices->count(); ++i)
+        cpuChecked |= m_devices->item(i)->data(kIdRole).toString() == QLatin1String("cpu")
+                      && m_devices->item(i)->checkState() == Qt::Checked;
+    m_cpuReplicas->setEnabled(cpuChecked);
+    const auto replicas = static_cast<std::int64_t>(config().devices.size());
+    const std::int64_t batch = m_batchSize->value();
+    if (replicas <= 1 || batch < replicas) {
+        m_perDevice->setText(replicas == 1 ? tr("on 1 device") : QString());
+    } else {
+        const std::int64_t low = batch / replicas;
+        m_perDevice->setText(batch % replicas == 0 ? tr("%1 per device").arg(low)
+                                                   : tr("%1–%2 per device").arg(low).arg(low + 1));
+    }
+}
+
+void ExperimentForm::showProblems()
+{
+    m_problemsList = problems();
+    for (auto it = m_fields.cbegin(); it != m_fields.cend(); ++it) {
+        QStringList mine;
+        for (const QString &p : std::as_const(m_problemsList)) {
+            const QString key = p.section(QLatin1Char(':'), 0, 0);
+            if (key == it.key() || key.startsWith(it.key() + QLatin1Char('[')))
+                mine << p;
+        }
+        QWidget *field = it.value();
+        field->setProperty("invalid", !mine.isEmpty());
+        field->setStyleSheet(mine.isEmpty() ? QString() : QStringLiteral("border: 1px solid #c62828;"));
+        field->setToolTip(mine.join(QLatin1Char('\n')));
+    }
+    m_problemsLabel->setText(m_problemsList.join(QLatin1Char('\n')));
+    m_problemsLabel->setVisible(!m_problemsList.isEmpty());
+}
+
+void ExperimentForm::chooseDatasetFolder()
+{
+    const QString start = m_datasetPath->text().isEmpty() ? m_datasetStartFolder : m_datasetPath->text();
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Fashion-MNIST folder"), start);
+    if (folder.isEmpty())
+        return;
+    m_datasetPath->setText(folder);
+    Q_EMIT datasetFolderChosen(folder);
+}
+
+} // namespace trainlab

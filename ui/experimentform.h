@@ -1,0 +1,72 @@
+#pragma once
+
+#include "core/config.h"
+
+#include <QMap>
+#include <QStringList>
+#include <QWidget>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+
+namespace trainlab {
+
+// The experiment being edited: every field of an ExperimentConfig, checked by the core's validate().
+class ExperimentForm : public QWidget
+{
+    Q_OBJECT
+
+public:
+    explicit ExperimentForm(QWidget *parent = nullptr);
+
+    // Keys the form has no field for (model, timeout) are kept as given.
+    void setConfig(const ExperimentConfig &config);
+    ExperimentConfig config() const;
+    // Text that does not parse, then the core's validate(); each "key: what is wrong, got value".
+    QStringList problems() const;
+    bool isValid() const { return m_problemsList.isEmpty(); }
+    void setDatasetStartFolder(const QString &folder) { m_datasetStartFolder = folder; }
+
+Q_SIGNALS:
+    void changed();
+    void datasetFolderChosen(const QString &folder);
+
+private:
+    void buildDevices(const std::vector<std::string> &configured);
+    void chooseDatasetFolder();
+    void onEdited();
+    void refreshDerived();
+    void showProblems();
+
+    ExperimentConfig m_base;
+    QStringList m_problemsList;
+    QMap<QString, QWidget *> m_fields;   // config key -> the widget that edits it
+    QString m_datasetStartFolder;
+    bool m_loading = false;
+
+    QLineEdit *m_name;
+    QComboBox *m_datasetKind;
+    QLineEdit *m_datasetPath;
+    QPushButton *m_chooseFolder;
+    QLabel *m_datasetStatus;
+    QListWidget *m_devices;
+    QSpinBox *m_cpuReplicas;
+    QSpinBox *m_batchSize;
+    QLabel *m_perDevice;
+    QLineEdit *m_learningRate;
+    QSpinBox *m_epochs;
+    QLineEdit *m_seed;
+    QLineEdit *m_momentum;
+    QLineEdit *m_weightDecay;
+    QComboBox *m_precision;
+    QSpinBox *m_cpuThreads;
+    QSpinBox *m_trainLimit;
+    QSpinBox *m_testLimit;
+    QLabel *m_problemsLabel;
+};
+
+} // namespace trainlab

@@ -1,0 +1,155 @@
+#include "ui/runhistorymodel.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QLocale>
+
+namespace trainlab {
+
+RunHistoryModel::RunHistoryModel(QObject *parent)
+    : QAbstractTableModel(parent)
+{}
+
+void RunHistoryModel::setRunsDir(const QString &dir)
+{
+    m_runsDir = dir;
+    refresh();
+}
+
+void RunHistoryModel::setActiveRunDir(const QString &dir)
+{
+    m_activeRunDir = dir;
+    if (!m_rows.isEmpty())
+        Q_EMIT dataChanged(index(0, Status), index(rowCount() - 1, Status));
+}
+
+void RunHistoryModel::refresh()
+{
+    beginResetModel();
+    m_rows.clear();
+    for (const RunSummary &s : listRuns(m_runsDir.toStdString())) {
+        Row row;
+        row.summary = s;
+        try {
+            row.config = ExperimentConfig::load(s.dir + "/config.json");
+            row.hasConfig = true;
+        } catch (const std::exception &) {
+            row.hasConfig = false;   // listed all the same: its metrics are still worth comparing
+        }
+        m_rows.append(row);
+    }
+    endResetModel();
+}
+
+bool RunHistoryModel::config(int row, ExperimentConfig *out) const
+{
+    if (row < 0 || row >= m_rows.size() || !m_rows[row].hasConfig)
+        return false;
+    *out = m_rows[row].config;
+    return true;
+}
+
+int RunHistoryModel::rowOfDir(const QString &dir) const
+{
+    const QString clean = QDir::cleanPath(dir);
+    for (int i = 0; i < m_rows.size(); ++i) {
+        if (QDir::cleanPath(QString::fromStdString(m_rows[i].summary.dir)) == clean)
+            return i;
+    }
+    return -1;
+}
+
+int RunHistoryModel::rowCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : m_rows.size();
+}
+
+int RunHistoryModel::columnCount(const QModelIndex &parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+QString RunHistoryModel::statusText(const Row &row) const
+{
+    const QString status = QString::fromStdString(row.summary.status);
+    if (status != QLatin1String("running"))
+        return status;
+    if (QDir::cleanPath(QString::fromStdString(row.summary.dir)) == QDir::cleanPath(m_activeRunDir))
+        return status;
+    return tr("running elsewhere or interrupted");
+}
+
+QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
+{
+    if (!index.isValid() || index.row() >= m_rows.size())
+        return {};
+    const Row &row = m_rows[index.row()];
+    const RunSummary &s = row.summary;
+    if (role == DirRole)
+        return QString::fromStdString(s.dir);
+    if (role == Qt::ToolTipRole) {
+        QString tip = QString::fromStdString(s.dir);
+        if (!s.error.empty())
+            tip += QLatin1Char('\n') + QString::fromStdString(s.error);
+        return tip;
+    }
+    if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= SecPerEpoch)
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+    if (role != Qt::DisplayRole)
+        return {};
+    const bool done = s.epochsDone > 0;
+    switch (index.column()) {
+    case Name:
+        return QString::fromStdString(s.name);
+    case Date: {
+        QDateTime when = QDateTime::fromString(QString::fromStdString(s.startTime), Qt::ISODate);
+        return when.isValid() ? when.toLocalTime().toString(QStringLiteral("yyyy-MM-dd hh:mm:ss"))
+                              : QString::fromStdString(s.startTime);
+    }
+    case Devices: {
+        QStringList devices;
+        for (const auto &d : s.devices)
+            devices << QString::fromStdString(d);
+        return devices.join(QStringLiteral(", "));
+    }
+    case Batch:
+        return row.hasConfig ? QVariant(static_cast<qlonglong>(row.config.batchSize)) : QVariant();
+    case LearningRate:
+        return row.hasConfig ? QVariant(QString::number(row.config.learningRate, 'g', QLocale::FloatingPointShortest))
+                             : QVariant();
+    case Epochs:
+        return row.hasConfig ? QStringLiteral("%1/%2").arg(s.epochsDone).arg(row.config.epochs)
+                             : QString::number(s.epochsDone);
+    case BestAcc:
+        return done ? QString::number(s.bestTestAcc, 'f', 3) : QString();
+    case FinalAcc:
+        return done ? QString::number(s.finalTestAcc, 'f', 3) : QString();
+    case SecPerEpoch:
+        return done ? QString::number(s.meanEpochSeconds, 'f', 1) : QString();
+    case Status:
+        return statusText(row);
+    default:
+        return {};
+    }
+}
+
+QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case Name: return tr("Name");
+    case Date: return tr("Date");
+    case Devices: return tr("Devices");
+    case Batch: return tr("Batch");
+    case LearningRate: return tr("LR");
+    case Epochs: return tr("Epochs");
+    case BestAcc: return tr("Best acc");
+    case FinalAcc: return tr("Final acc");
+    case SecPerEpoch: return tr("sec/epoch");
+    case Status: return tr("Status");
+    default: return {};
+    }
+}
+
+} // namespace trainlab

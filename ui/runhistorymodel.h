@@ -1,0 +1,53 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/runrecord.h"
+
+#include <QAbstractTableModel>
+#include <QString>
+#include <QVector>
+
+namespace trainlab {
+
+// The runs in a runs folder, newest first, as the history table shows them.
+class RunHistoryModel : public QAbstractTableModel
+{
+    Q_OBJECT
+
+public:
+    enum Column { Name, Date, Devices, Batch, LearningRate, Epochs, BestAcc, FinalAcc, SecPerEpoch, Status, ColumnCount };
+    static constexpr int DirRole = Qt::UserRole;
+
+    explicit RunHistoryModel(QObject *parent = nullptr);
+
+    void setRunsDir(const QString &dir);
+    QString runsDir() const { return m_runsDir; }
+    // The run this window is training, shown as running; any other "running" summary is a run that died.
+    void setActiveRunDir(const QString &dir);
+    void refresh();
+
+    const RunSummary &summary(int row) const { return m_rows[row].summary; }
+    // The run's config.json; false when it is missing or unreadable.
+    bool config(int row, ExperimentConfig *out) const;
+    int rowOfDir(const QString &dir) const;
+
+    int rowCount(const QModelIndex &parent = {}) const override;
+    int columnCount(const QModelIndex &parent = {}) const override;
+    QVariant data(const QModelIndex &index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Row
+    {
+        RunSummary summary;
+        bool hasConfig = false;
+        ExperimentConfig config;
+    };
+    QString statusText(const Row &row) const;
+
+    QString m_runsDir;
+    QString m_activeRunDir;
+    QVector<Row> m_rows;
+};
+
+} // namespace trainlab

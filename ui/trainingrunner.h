@@ -1,0 +1,44 @@
+#pragma once
+
+#include "core/config.h"
+#include "ui/metatypes.h"
+
+#include <QObject>
+#include <QPointer>
+#include <QString>
+
+class QThread;
+
+namespace trainlab {
+
+// Owns the training thread of the window: one run at a time, never waited on by the GUI thread.
+class TrainingRunner : public QObject
+{
+    Q_OBJECT
+
+public:
+    explicit TrainingRunner(QObject *parent = nullptr);
+    // Stops a run still going and waits for its thread: only reached at exit.
+    ~TrainingRunner() override;
+
+    bool isRunning() const { return m_thread != nullptr; }
+    bool isStopping() const { return m_stopping; }
+    void start(const ExperimentConfig &config, const QString &runsDir);
+    // The run ends within one batch; finished() follows.
+    void stop();
+
+Q_SIGNALS:
+    void runStarted(const trainlab::RunInfo &info);
+    void batchDone(const trainlab::BatchProgress &progress);
+    void epochDone(const trainlab::EpochMetrics &metrics);
+    void logLine(const QString &line);
+    void finished(const trainlab::RunResult &result);
+    // The thread has ended: isRunning() is false from here on.
+    void idle();
+
+private:
+    QThread *m_thread = nullptr;
+    bool m_stopping = false;
+};
+
+} // namespace trainlab

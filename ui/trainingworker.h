@@ -1,0 +1,34 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/trainer.h"
+#include "ui/metatypes.h"
+
+#include <QObject>
+#include <QString>
+
+namespace trainlab {
+
+// Runs one experiment when its thread starts; stopped with QThread::requestInterruption().
+class TrainingWorker : public QObject
+{
+    Q_OBJECT
+
+public:
+    TrainingWorker(ExperimentConfig config, RunOptions options);
+
+    void run();
+
+Q_SIGNALS:
+    void runStarted(const trainlab::RunInfo &info);
+    void batchDone(const trainlab::BatchProgress &progress);
+    void epochDone(const trainlab::EpochMetrics &metrics);
+    void logLine(const QString &line);
+    void finished(const trainlab::RunResult &result);
+
+private:
+    ExperimentConfig m_config;
+    RunOptions m_options;
+};
+
+} // namespace trainlab
