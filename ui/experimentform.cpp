@@ -103,7 +103,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     auto *datasetRow = new QHBoxLayout;
     datasetRow->addWidget(m_datasetKind);
     datasetRow->addWidget(m_chooseFolder);
-    form->addRow(tr("&Dataset:"), datasetRow);
+    // A row holding a layout gets no buddy by itself, and would show the & of its shortcut.
+    auto *datasetLabel = new QLabel(tr("&Dataset:"));
+    datasetLabel->setBuddy(m_datasetKind);
+    form->addRow(datasetLabel, datasetRow);
     form->addRow(QString(), m_datasetPath);
     form->addRow(QString(), m_datasetStatus);
     form->addRow(tr("De&vices:"), m_devices);
@@ -111,7 +114,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     auto *batchRow = new QHBoxLayout;
     batchRow->addWidget(m_batchSize, 1);
     batchRow->addWidget(m_perDevice);
-    form->addRow(tr("&Batch size:"), batchRow);
+    auto *batchLabel = new QLabel(tr("&Batch size:"));
+    batchLabel->setBuddy(m_batchSize);
+    form->addRow(batchLabel, batchRow);
     form->addRow(tr("&Learning rate:"), m_learningRate);
     form->addRow(tr("&Epochs:"), m_epochs);
     form->addRow(tr("&Seed:"), m_seed);

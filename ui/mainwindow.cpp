@@ -190,12 +190,14 @@ void MainWindow::buildLayout()
     right->addWidget(tabs);
     right->setStretchFactor(0, 3);
     right->setStretchFactor(1, 2);
+    right->setSizes({480, 220});
 
     auto *splitter = new QSplitter(Qt::Horizontal);
     splitter->setObjectName(QStringLiteral("mainSplitter"));
     splitter->addWidget(left);
     splitter->addWidget(right);
     splitter->setStretchFactor(1, 1);
+    splitter->setSizes({380, 900});
     setCentralWidget(splitter);
 
     m_statusDevices = new QLabel;
