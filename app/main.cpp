@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 
     trainlab::MainWindow window;
     if (!options.runsDir.isEmpty())
-        window.setRunsDir(options.runsDir);
+        window.setRunsDir(options.runsDir, false);
     const QString preset = options.smokeTest && options.preset.isEmpty() && options.config.isEmpty()
                                ? QStringLiteral("quick-demo")
                                : options.preset;

@@ -14,7 +14,7 @@ deb=${1:-$(ls -t "$root"/build/trainlab_*.deb 2>/dev/null | head -n1 || true)}
 deb=$(realpath "$deb")
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
-bash "$root/scripts/install-package-deps.sh"
+bash "$root/scripts/install-deps.sh" --package
 version=$(sed -n 's/^project(TrainLab VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 skip_gui=${CHECK_PACKAGE_SKIP_GUI:-0}
 

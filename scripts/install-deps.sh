@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs every Debian package TrainLab's build, tests and app need; quiet when all are there.
+# --package: also what building and checking the .deb needs (dpkg-shlibdeps, lintian, validators).
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config
           qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev
           libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev xvfb xauth)
+if [ "${1:-}" = "--package" ]; then
+  packages+=(dpkg-dev file desktop-file-utils appstream lintian man-db)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,8 +2,7 @@
 # Installs what is missing, builds TrainLab and makes the Debian package build/trainlab_<version>_<arch>.deb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/install-package-deps.sh
+bash scripts/install-deps.sh --package
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 cmake --build build -j "$(nproc)"
 rm -f build/trainlab_*.deb

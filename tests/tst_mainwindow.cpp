@@ -94,6 +94,7 @@ private Q_SLOTS:
     void useRunConfigurationAndDelete();
     void exportsChartAndMetrics();
     void closingDuringARunExitsCleanly();
+    void settingsRememberRecentFilesAndRunsFolder();
 
 private:
     // A small real experiment on the built-in sample, entered through the form's widgets.
@@ -470,6 +471,33 @@ void tst_MainWindow::closingDuringARunExitsCleanly()
     const auto runs = trainlab::listRuns(m_runsDir.toStdString());
     QCOMPARE(runs.size(), std::size_t(1));
     QCOMPARE(runs.front().status, std::string("stopped"));
+}
+
+void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
+{
+    const QString path = m_home.filePath(QStringLiteral("recent.json"));
+    const QString chosen = m_home.filePath(QStringLiteral("chosen-runs"));
+    {
+        MainWindow window;
+        window.show();
+        QVERIFY(window.saveConfigTo(path));
+        window.setRunsDir(chosen);
+        QVERIFY(window.close());
+    }
+    {
+        MainWindow window;
+        QCOMPARE(window.runsDir(), chosen);
+        QCOMPARE(window.historyModel()->runsDir(), chosen);
+        bool listed = false;
+        for (QAction *action : window.findChildren<QAction *>())
+            listed |= action->text() == QDir::toNativeSeparators(path);
+        QVERIFY(listed);
+        // --runs-dir lasts one session and does not replace the remembered folder.
+        window.setRunsDir(m_home.filePath(QStringLiteral("one-session")), false);
+        QVERIFY(window.close());
+    }
+    MainWindow window;
+    QCOMPARE(window.runsDir(), chosen);
 }
 
 QTEST_MAIN(tst_MainWindow)

@@ -266,6 +266,7 @@ void MainWindow::readSettings()
     if (!settings.contains(QStringLiteral("window/geometry")))
         resize(1280, 800);
     m_runsDir = settings.value(QStringLiteral("runsDir")).toString();
+    m_savedRunsDir = m_runsDir;
     m_lastDatasetDir = settings.value(QStringLiteral("lastDatasetDir"), QDir::homePath()).toString();
     m_form->setDatasetStartFolder(m_lastDatasetDir);
     m_recentFiles = settings.value(QStringLiteral("recentFiles")).toStringList();
@@ -279,7 +280,7 @@ void MainWindow::writeSettings()
     settings.setValue(QStringLiteral("window/state"), saveState());
     if (auto *splitter = findChild<QSplitter *>(QStringLiteral("mainSplitter")))
         settings.setValue(QStringLiteral("window/splitter"), splitter->saveState());
-    settings.setValue(QStringLiteral("runsDir"), m_runsDir);
+    settings.setValue(QStringLiteral("runsDir"), m_savedRunsDir);
     settings.setValue(QStringLiteral("lastDatasetDir"), m_lastDatasetDir);
     settings.setValue(QStringLiteral("recentFiles"), m_recentFiles);
 }
@@ -289,11 +290,12 @@ QString MainWindow::runsDir() const
     return m_runsDir.isEmpty() ? QString::fromStdString(defaultRunsDir()) : m_runsDir;
 }
 
-void MainWindow::setRunsDir(const QString &dir)
+void MainWindow::setRunsDir(const QString &dir, bool remember)
 {
     m_runsDir = dir;
     m_historyModel->setRunsDir(runsDir());
-    QSettings().setValue(QStringLiteral("runsDir"), m_runsDir);
+    if (remember)
+        m_savedRunsDir = dir;
 }
 
 void MainWindow::chooseRunsDir()
@@ -454,13 +456,8 @@ bool MainWindow::saveAs()
         start = folder + QLatin1Char('/')
                 + QString::fromStdString(RunRecord::safeName(m_form->config().name)) + QStringLiteral(".json");
     }
-    QString path = QFileDialog::getSaveFileName(this, tr("Save Experiment"), start,
-                                                tr("TrainLab experiments (*.json)"));
-    if (path.isEmpty())
-        return false;
-    if (QFileInfo(path).suffix().isEmpty())
-        path += QStringLiteral(".json");
-    return saveConfigTo(path);
+    const QString path = askSavePath(tr("Save Experiment"), start, tr("TrainLab experiments (*.json)"));
+    return !path.isEmpty() && saveConfigTo(path);
 }
 
 void MainWindow::duplicate()
@@ -686,16 +683,21 @@ bool MainWindow::exportChart(const QString &path)
     return true;
 }
 
+QString MainWindow::askSavePath(const QString &title, const QString &suggested, const QString &filter)
+{
+    QString path = QFileDialog::getSaveFileName(this, title, suggested, filter);
+    // A name typed without an extension gets the suggested one.
+    if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty())
+        path += QLatin1Char('.') + QFileInfo(suggested).suffix();
+    return path;
+}
+
 void MainWindow::exportChartDialog()
 {
-    QString path = QFileDialog::getSaveFileName(this, tr("Export Chart"),
-                                                QDir::homePath() + QStringLiteral("/accuracy.png"),
-                                                tr("PNG image (*.png);;SVG drawing (*.svg)"));
-    if (path.isEmpty())
-        return;
-    if (QFileInfo(path).suffix().isEmpty())
-        path += QStringLiteral(".png");
-    exportChart(path);
+    const QString path = askSavePath(tr("Export Chart"), QDir::homePath() + QStringLiteral("/accuracy.png"),
+                                     tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    if (!path.isEmpty())
+        exportChart(path);
 }
 
 bool MainWindow::exportMetricsCsv(const QString &path)
@@ -732,13 +734,10 @@ void MainWindow::exportCsvDialog()
 {
     if (selectedRows().isEmpty())
         return;
-    QString path = QFileDialog::getSaveFileName(this, tr("Export Metrics"), QDir::homePath() + QStringLiteral("/metrics.csv"),
-                                                tr("CSV files (*.csv)"));
-    if (path.isEmpty())
-        return;
-    if (QFileInfo(path).suffix().isEmpty())
-        path += QStringLiteral(".csv");
-    exportMetricsCsv(path);
+    const QString path = askSavePath(tr("Export Metrics"), QDir::homePath() + QStringLiteral("/metrics.csv"),
+                                     tr("CSV files (*.csv)"));
+    if (!path.isEmpty())
+        exportMetricsCsv(path);
 }
 
 void MainWindow::about()

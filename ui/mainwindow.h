@@ -38,7 +38,8 @@ public:
     bool saveConfigTo(const QString &path);
     bool exportChart(const QString &path);
     bool exportMetricsCsv(const QString &path);
-    void setRunsDir(const QString &dir);
+    // remember: also the folder of later sessions (File > Runs Folder…); not for --runs-dir.
+    void setRunsDir(const QString &dir, bool remember = true);
 
     bool isModified() const;
     bool isRunning() const;
@@ -79,6 +80,7 @@ private:
     void rebuildRecentMenu();
     void chooseRunsDir();
     void showError(const QString &title, const QString &text);
+    QString askSavePath(const QString &title, const QString &suggested, const QString &filter);
     void appendLog(const QString &line);
     void about();
 
@@ -120,6 +122,7 @@ private:
     QString m_filePath;
     QString m_cleanJson;            // the form as last loaded or saved; modified = the form differs from it
     QString m_runsDir;
+    QString m_savedRunsDir;         // what the settings keep: --runs-dir lasts one session
     QString m_lastDatasetDir;
     QStringList m_recentFiles;
     QString m_lastError;
