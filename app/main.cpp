@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentform.h"
@@ -9,6 +10,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <filesystem>
 
 namespace {
 
@@ -80,9 +82,20 @@ int main(int argc, char **argv)
     if (options.smokeTest && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && !hasDisplay())
         qputenv("QT_QPA_PLATFORM", "offscreen");
     if (!hasDisplay()) {
+        // Name the CLI as it can be typed: by path when it sits beside this binary outside the PATH.
+        const std::filesystem::path beside = std::filesystem::path(trainlab::executablePath()).parent_path() / "trainlab-cli";
+        std::error_code ec;
+        std::string cli = "trainlab-cli";
+        if (std::filesystem::exists(beside, ec) && beside.parent_path() != "/usr/bin") {
+            cli = std::filesystem::relative(beside, std::filesystem::current_path(ec), ec).string();
+            if (cli.empty() || cli.rfind("..", 0) == 0)
+                cli = beside.string();
+            else
+                cli = "./" + cli;
+        }
         std::fprintf(stderr, "trainlab: no display (DISPLAY and WAYLAND_DISPLAY are not set).\n"
-                             "Train from the terminal instead:  trainlab-cli run --preset quick-demo\n"
-                             "(trainlab-cli --help lists everything it does.)\n");
+                             "Train from the terminal instead:  %s run --preset quick-demo\n"
+                             "(%s --help lists everything it does.)\n", cli.c_str(), cli.c_str());
         return 1;
     }
     QApplication app(argc, argv);

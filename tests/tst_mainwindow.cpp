@@ -21,7 +21,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QStandardPaths>
+#include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -90,6 +90,7 @@ private Q_SLOTS:
     void brokenFileLeavesTheFormUnchanged_data();
     void brokenFileLeavesTheFormUnchanged();
     void duplicateMarksAnUnsavedCopy();
+    void unsavedChangesAreOfferedForSaving();
     void selectingTwoRunsOverlaysTwoCurves();
     void useRunConfigurationAndDelete();
     void exportsChartAndMetrics();
@@ -109,7 +110,7 @@ private:
 void tst_MainWindow::initTestCase()
 {
     QVERIFY(m_home.isValid());
-    QStandardPaths::setTestModeEnabled(true);
+    // Settings in a folder of this test run only, never the user's (nor a previous run's).
     qputenv("XDG_CONFIG_HOME", m_home.filePath(QStringLiteral("config")).toUtf8());
     QApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
     QApplication::setApplicationName(QStringLiteral("TrainLabTest"));
@@ -120,6 +121,7 @@ void tst_MainWindow::init()
     static int n = 0;
     m_runsDir = m_home.filePath(QStringLiteral("runs%1").arg(++n));
     qputenv("TRAINLAB_RUNS_DIR", m_runsDir.toUtf8());
+    QSettings().clear();
 }
 
 void tst_MainWindow::cleanup()
@@ -363,6 +365,40 @@ void tst_MainWindow::duplicateMarksAnUnsavedCopy()
     QVERIFY(window.isWindowModified());
     QVERIFY(window.currentFile().isEmpty());
     QCOMPARE(ExperimentConfig::load(path.toStdString()).name, std::string("quick-demo"));
+}
+
+void tst_MainWindow::unsavedChangesAreOfferedForSaving()
+{
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    const QString path = m_home.filePath(QStringLiteral("unsaved.json"));
+    QVERIFY(window.loadPreset(QStringLiteral("quick-demo")));
+    QVERIFY(window.saveConfigTo(path));
+    retype(child<QSpinBox>(window, "epochs"), QStringLiteral("9"));
+    QVERIFY(window.isWindowModified());
+
+    // File > New: Cancel keeps the edit, Save writes it, and the form then starts afresh.
+    answerNextQuestion(QMessageBox::Cancel);
+    QTest::keyClick(&window, Qt::Key_N, Qt::ControlModifier);
+    QCOMPARE(child<QSpinBox>(window, "epochs")->value(), 9);
+    QVERIFY(window.isWindowModified());
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    answerNextQuestion(QMessageBox::Save);
+    QTest::keyClick(&window, Qt::Key_N, Qt::ControlModifier);
+    QCOMPARE(ExperimentConfig::load(path.toStdString()).epochs, 9);
+    QCOMPARE(child<QLineEdit>(window, "name")->text(), QStringLiteral("experiment"));
+    QVERIFY(!window.isWindowModified());
+
+    // Closing with changes: Cancel keeps the window open, Discard closes it and leaves the file alone.
+    retype(child<QSpinBox>(window, "epochs"), QStringLiteral("4"));
+    answerNextQuestion(QMessageBox::Cancel);
+    QVERIFY(!window.close());
+    QVERIFY(window.isVisible());
+    answerNextQuestion(QMessageBox::Discard);
+    QVERIFY(window.close());
+    QCOMPARE(ExperimentConfig::load(path.toStdString()).epochs, 9);
 }
 
 void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()

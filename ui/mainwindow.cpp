@@ -177,6 +177,7 @@ void MainWindow::buildLayout()
     connect(m_history->selectionModel(), &QItemSelectionModel::selectionChanged, this,
             &MainWindow::onHistorySelection);
     connect(m_historyModel, &QAbstractItemModel::modelReset, this, &MainWindow::onHistorySelection);
+    connect(m_historyModel, &QAbstractItemModel::modelReset, m_history, &QTableView::resizeColumnsToContents);
     connect(m_history, &QTableView::doubleClicked, this, &MainWindow::useSelectedConfig);
 
     auto *tabs = new QTabWidget;
