@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/idx.h"
 #include "ui/experimentform.h"
 
 #include <QComboBox>
@@ -19,6 +20,7 @@ class tst_ExperimentForm : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void initTestCase();
     void listsTheCpu();
     void roundTrip_data();
     void roundTrip();
@@ -37,7 +39,18 @@ private:
         return widget;
     }
     QTemporaryDir m_dir;
+    QString m_data;   // a copy of the built-in sample: a complete Fashion-MNIST folder
 };
+
+void tst_ExperimentForm::initTestCase()
+{
+    QVERIFY(m_dir.isValid());
+    m_data = m_dir.filePath(QStringLiteral("data"));
+    QVERIFY(QDir().mkpath(m_data));
+    const QDir sample(QString::fromStdString(trainlab::builtinSampleDir()));
+    for (const QString &file : sample.entryList({QStringLiteral("*.gz")}, QDir::Files))
+        QVERIFY(QFile::copy(sample.filePath(file), m_data + '/' + file));
+}
 
 void tst_ExperimentForm::listsTheCpu()
 {
@@ -58,7 +71,7 @@ void tst_ExperimentForm::roundTrip_data()
     QTest::newRow("d2l-2gpu") << trainlab::loadPreset("d2l-2gpu");
     ExperimentConfig c;
     c.name = "lr sweep 3";
-    c.dataset.path = m_dir.path().toStdString();
+    c.dataset.path = m_data.toStdString();
     c.dataset.trainLimit = 1234;
     c.dataset.testLimit = 99;
     c.devices = {"cpu", "cpu", "cpu"};
@@ -166,8 +179,14 @@ void tst_ExperimentForm::datasetStatus()
     QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
     field<QComboBox>(form, "datasetKind")->setCurrentIndex(1);
     auto *path = field<QLineEdit>(form, "datasetPath");
+    path->setText(m_data);
+    QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
+    QVERIFY(form.isValid());
     path->setText(m_dir.path());
     QVERIFY2(status->text().startsWith(QLatin1String("missing: train-images-idx3-ubyte")), qPrintable(status->text()));
+    QVERIFY(!form.isValid());
+    QVERIFY2(form.problems().join('\n').contains(QStringLiteral("dataset.path: missing: train-images-idx3-ubyte")),
+             qPrintable(form.problems().join('\n')));
     path->setText(m_dir.path() + QStringLiteral("/nowhere"));
     QVERIFY(status->text().contains(QLatin1String("no such folder")));
     QVERIFY(form.problems().join('\n').contains(QLatin1String("dataset.path: no such folder")));

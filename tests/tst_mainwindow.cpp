@@ -86,6 +86,7 @@ private Q_SLOTS:
     void invalidBatchSizeDisablesStart();
     void shortRunGrowsTheChartAndHistory();
     void stopEndsTheRunAsStopped();
+    void aFailingRunSaysWhy();
     void saveThenOpenRestoresEveryField();
     void brokenFileLeavesTheFormUnchanged_data();
     void brokenFileLeavesTheFormUnchanged();
@@ -260,6 +261,42 @@ void tst_MainWindow::stopEndsTheRunAsStopped()
              QStringLiteral("stopped"));
     QCOMPARE(readJson(result.runDir.c_str() + QStringLiteral("/summary.json")).value("status").toString(),
              QStringLiteral("stopped"));
+}
+
+void tst_MainWindow::aFailingRunSaysWhy()
+{
+    // Headers that promise 10 images of 28x28 over files that hold less: the form cannot tell, the run can.
+    const QString folder = m_home.filePath(QStringLiteral("truncated"));
+    QVERIFY(QDir().mkpath(folder));
+    auto write = [&](const char *name, const QByteArray &bytes) {
+        QFile file(folder + '/' + QLatin1String(name));
+        QVERIFY(file.open(QIODevice::WriteOnly));
+        file.write(bytes);
+    };
+    const QByteArray images = QByteArray::fromHex("00000803" "0000000a" "0000001c" "0000001c") + QByteArray(100, '\0');
+    const QByteArray labels = QByteArray::fromHex("00000801" "0000000a") + QByteArray(10, '\1');
+    write("train-images-idx3-ubyte", images);
+    write("t10k-images-idx3-ubyte", images);
+    write("train-labels-idx1-ubyte", labels);
+    write("t10k-labels-idx1-ubyte", labels);
+
+    MainWindow window;
+    window.show();
+    enterShortExperiment(window, 1, 0);
+    child<QComboBox>(window, "datasetKind")->setCurrentIndex(1);
+    retype(child<QLineEdit>(window, "datasetPath"), folder);
+    QVERIFY2(window.form()->isValid(), qPrintable(window.form()->problems().join('\n')));
+    QSignalSpy ended(&window, &MainWindow::runEnded);
+    QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 30000);
+    const auto result = ended.first().first().value<trainlab::RunResult>();
+    QCOMPARE(result.status, trainlab::RunStatus::Failed);
+    auto *box = window.findChild<QMessageBox *>(QStringLiteral("errorBox"));
+    QVERIFY(box);
+    QVERIFY2(box->text().contains(folder + QStringLiteral("/train-images-idx3-ubyte")), qPrintable(box->text()));
+    QVERIFY(child<QPlainTextEdit>(window, "log")->toPlainText().contains(QLatin1String("run failed: ")));
+    QVERIFY(child<QPushButton>(window, "startButton")->isEnabled());
+    box->close();
 }
 
 void tst_MainWindow::saveThenOpenRestoresEveryField()

@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <filesystem>
 #include <climits>
 
 namespace trainlab {
@@ -269,6 +270,13 @@ QStringList ExperimentForm::problems() const
     number("seed", m_seed, true);
     number("momentum", m_momentum, false);
     number("weight_decay", m_weightDecay, false);
+    // The core checks only that the folder exists; the form can say before Start what it lacks.
+    if (m_datasetKind->currentIndex() == 1 && !m_datasetPath->text().isEmpty()) {
+        const DatasetStatus status = inspectDataset(m_datasetPath->text().toStdString());
+        if (!status.ok && std::filesystem::is_directory(m_datasetPath->text().toStdString()))
+            list << QStringLiteral("dataset.path: %1, got \"%2\"")
+                        .arg(QString::fromStdString(status.message), m_datasetPath->text());
+    }
     for (const std::string &p : config().validate()) {
         const QString problem = QString::fromStdString(p);
         const QString key = problem.section(QLatin1Char(':'), 0, 0);
