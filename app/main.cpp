@@ -131,8 +131,11 @@ int main(int argc, char **argv)
         return QApplication::exec();
     }
     if (!options.screenshot.isEmpty()) {
-        if (!loaded)
+        if (!loaded || !window.form()->isValid()) {
+            std::fprintf(stderr, "trainlab: cannot start for the screenshot: %s\n",
+                         qPrintable(loaded ? window.form()->problems().join(QStringLiteral("; ")) : window.lastError()));
             return 1;
+        }
         QObject::connect(&window, &trainlab::MainWindow::runEnded, &window, [&window, &options] {
             // One more chart flush (40 ms) before the picture.
             QTimer::singleShot(300, &window, [&window, &options] {

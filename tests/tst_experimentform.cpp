@@ -25,6 +25,7 @@ private Q_SLOTS:
     void roundTrip_data();
     void roundTrip();
     void invalidBatchSizeIsNamed();
+    void outOfRangeValuesAreNamed();
     void learningRateText_data();
     void learningRateText();
     void perDeviceBatch();
@@ -86,6 +87,21 @@ void tst_ExperimentForm::roundTrip_data()
     c.collectiveTimeoutSeconds = 77;   // no field for it: kept as loaded
     c.model.numClasses = 12;
     QTest::newRow("every field") << c;
+    // What validate() refuses is still shown as it is, not clamped into something valid.
+    ExperimentConfig bad;
+    bad.epochs = 200000;
+    bad.cpuThreads = 2000;
+    bad.batchSize = -1;
+    bad.dataset.trainLimit = -5;
+    bad.precision = "fp16";
+    QTest::newRow("out of range") << bad;
+    ExperimentConfig order;
+    order.devices = {"cuda:1", "cuda:0"};   // rank 0 is cuda:1: the order is the user's
+    QTest::newRow("device order") << order;
+    order.devices = {"cuda:0", "cpu"};
+    QTest::newRow("gpu before cpu") << order;
+    order.devices = {"cuda:0", "cuda:0"};
+    QTest::newRow("repeated gpu") << order;
 }
 
 void tst_ExperimentForm::roundTrip()
@@ -123,6 +139,29 @@ void tst_ExperimentForm::invalidBatchSizeIsNamed()
     QVERIFY(!batch->property("invalid").toBool());
 }
 
+void tst_ExperimentForm::outOfRangeValuesAreNamed()
+{
+    ExperimentConfig c;
+    c.epochs = 200000;
+    c.dataset.trainLimit = -5;
+    c.precision = "fp16";
+    c.devices = {"cuda:0", "cuda:0"};
+    ExperimentForm form;
+    form.setConfig(c);
+    QCOMPARE(field<QSpinBox>(form, "epochs")->value(), 200000);
+    QCOMPARE(field<QSpinBox>(form, "trainLimit")->value(), -5);
+    QCOMPARE(field<QComboBox>(form, "precision")->currentText(), QStringLiteral("fp16"));
+    const QString problems = form.problems().join('\n');
+    for (const char *expected : {"epochs: must be between 1 and 100000, got 200000",
+                                 "dataset.train_limit: must be 0 (all) or more, got -5",
+                                 "precision: must be \"fp32\" or \"bf16\", got \"fp16\"",
+                                 "devices[1]: "})
+        QVERIFY2(problems.contains(QLatin1String(expected)), qPrintable(expected + QStringLiteral("\nin\n") + problems));
+    QVERIFY(field<QSpinBox>(form, "epochs")->property("invalid").toBool());
+    // The repeated device stays repeated, for validate() to refuse (here: absent; on a GPU machine: listed twice).
+    QCOMPARE(form.config().devices, (std::vector<std::string>{"cuda:0", "cuda:0"}));
+}
+
 void tst_ExperimentForm::learningRateText_data()
 {
     QTest::addColumn<QString>("text");
@@ -134,6 +173,8 @@ void tst_ExperimentForm::learningRateText_data()
     QTest::newRow("word") << "fast" << 0.0 << "learning_rate: must be a number, got \"fast\"";
     QTest::newRow("comma") << "0,1" << 0.0 << "learning_rate: must be a number, got \"0,1\"";
     QTest::newRow("negative") << "-1" << -1.0 << "learning_rate: must be finite and greater than 0, got -1";
+    QTest::newRow("not a number") << "nan" << 0.0 << "learning_rate: must be a number, got \"nan\"";
+    QTest::newRow("infinite") << "inf" << 0.0 << "learning_rate: must be a number, got \"inf\"";
 }
 
 void tst_ExperimentForm::learningRateText()

@@ -96,6 +96,7 @@ private Q_SLOTS:
     void useRunConfigurationAndDelete();
     void exportsChartAndMetrics();
     void closingDuringARunExitsCleanly();
+    void destroyingDuringARunDoesNotHang();
     void settingsRememberRecentFilesAndRunsFolder();
 
 private:
@@ -206,13 +207,17 @@ void tst_MainWindow::shortRunGrowsTheChartAndHistory()
     QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
     QVERIFY(window.isRunning());
     QVERIFY(!child<QPushButton>(window, "startButton")->isEnabled());
-    QTRY_COMPARE_WITH_TIMEOUT(window.chart()->livePointCount(), 1, 120000);
-    // The run shows in the history while it trains.
-    QTRY_COMPARE(window.historyModel()->rowCount(), 1);
+    // The run shows in the history as soon as its folder exists, and cannot be deleted while it trains.
+    QTRY_COMPARE_WITH_TIMEOUT(window.historyModel()->rowCount(), 1, 60000);
     QCOMPARE(window.historyModel()->data(window.historyModel()->index(0, RunHistoryModel::Status)).toString(),
              QStringLiteral("running"));
+    window.history()->selectRow(0);
+    QVERIFY(!window.findChild<QAction *>(QStringLiteral("deleteRunAction"))->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(window.chart()->livePointCount() >= 1, 120000);
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 120000);
+    // runEnded means the chart is complete: the last epoch does not wait for the redraw timer.
     QCOMPARE(window.chart()->livePointCount(), 2);
+    QVERIFY(window.findChild<QAction *>(QStringLiteral("deleteRunAction"))->isEnabled());
     QVERIFY(!window.isRunning());
     QVERIFY(child<QPushButton>(window, "startButton")->isEnabled());
 
@@ -254,6 +259,8 @@ void tst_MainWindow::stopEndsTheRunAsStopped()
     QTest::mouseClick(stop, Qt::LeftButton);
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 20000);
     qInfo("stopped %lld ms after the click", static_cast<long long>(clock.elapsed()));
+    // A batch of 20 takes about 0.3 s here: 5 s is far more than "within a batch".
+    QVERIFY(clock.elapsed() < 5000);
     const auto result = ended.first().first().value<trainlab::RunResult>();
     QCOMPARE(result.status, trainlab::RunStatus::Stopped);
     QVERIFY(result.epochs.size() < 50);
@@ -428,6 +435,18 @@ void tst_MainWindow::unsavedChangesAreOfferedForSaving()
     QCOMPARE(child<QLineEdit>(window, "name")->text(), QStringLiteral("experiment"));
     QVERIFY(!window.isWindowModified());
 
+    // Text that is not a number is an unsaved edit, and is never saved as the old value.
+    QVERIFY(!window.isWindowModified());
+    const std::string saved = ExperimentConfig::load(path.toStdString()).toJson();
+    retype(child<QLineEdit>(window, "learningRate"), QStringLiteral("0.05x"));
+    QVERIFY(window.isWindowModified());
+    QVERIFY(!window.saveConfigTo(path));
+    QVERIFY(window.lastError().contains(QLatin1String("learning_rate: must be a number, got \"0.05x\"")));
+    QCOMPARE(ExperimentConfig::load(path.toStdString()).toJson(), saved);
+    window.findChild<QMessageBox *>(QStringLiteral("errorBox"))->close();
+    retype(child<QLineEdit>(window, "learningRate"), QStringLiteral("0.1"));
+    QVERIFY(!window.isWindowModified());
+
     // Closing with changes: Cancel keeps the window open, Discard closes it and leaves the file alone.
     retype(child<QSpinBox>(window, "epochs"), QStringLiteral("4"));
     answerNextQuestion(QMessageBox::Cancel);
@@ -444,7 +463,7 @@ void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
     fakeRun(QStringLiteral("second"), {0.4, 0.7});
     MainWindow window;
     window.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(QTest::qWaitForWindowActive(&window));
     QTableView *table = window.history();
     QCOMPARE(table->model()->rowCount(), 2);
     QCOMPARE(window.chart()->overlayCount(), 0);
@@ -453,6 +472,14 @@ void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, row0.center());
     QCOMPARE(window.chart()->overlayCount(), 1);
     QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, row1.center());
+    QCOMPARE(window.chart()->overlayCount(), 2);
+    QList<int> points{window.chart()->overlayPointCount(0), window.chart()->overlayPointCount(1)};
+    std::sort(points.begin(), points.end());
+    QCOMPARE(points, (QList<int>{2, 3}));
+    // A refresh (as at every run's start and end) keeps the comparison on screen.
+    QTest::keyClick(&window, Qt::Key_F5);
+    QCOMPARE(window.historyModel()->rowCount(), 2);
+    QCOMPARE(window.history()->selectionModel()->selectedRows().size(), 2);
     QCOMPARE(window.chart()->overlayCount(), 2);
     const QStringList names = window.chart()->seriesNames();
     QVERIFY(std::any_of(names.begin(), names.end(), [](const QString &n) { return n.startsWith("first ("); }));
@@ -541,6 +568,24 @@ void tst_MainWindow::closingDuringARunExitsCleanly()
     answerNextQuestion(QMessageBox::Yes);
     window->close();
     QTRY_VERIFY_WITH_TIMEOUT(guard.isNull(), 20000);
+    const auto runs = trainlab::listRuns(m_runsDir.toStdString());
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs.front().status, std::string("stopped"));
+}
+
+void tst_MainWindow::destroyingDuringARunDoesNotHang()
+{
+    // As at process exit: no event loop turns while the window waits for its training thread.
+    auto *window = new MainWindow;
+    window->show();
+    enterShortExperiment(*window, 50, 400);
+    QTest::mouseClick(child<QPushButton>(*window, "startButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(child<QProgressBar>(*window, "batchProgress")->value() >= 1, 60000);
+    QElapsedTimer clock;
+    clock.start();
+    delete window;
+    qInfo("window destroyed %lld ms into its run", static_cast<long long>(clock.elapsed()));
+    QVERIFY(clock.elapsed() < 10000);
     const auto runs = trainlab::listRuns(m_runsDir.toStdString());
     QCOMPARE(runs.size(), std::size_t(1));
     QCOMPARE(runs.front().status, std::string("stopped"));

@@ -91,9 +91,8 @@ void AccuracyChart::attach(QAbstractSeries *series, QValueAxis *y)
     series->attachAxis(m_axisX);
     series->attachAxis(y);
     if (auto *xy = qobject_cast<QXYSeries *>(series)) {
-        const QString name = xy->name();
         connect(xy, &QXYSeries::hovered, this,
-                [this, name](const QPointF &point, bool state) { showTip(name, point, state); });
+                [this, xy](const QPointF &point, bool state) { showTip(xy->name(), point, state); });
     }
 }
 
@@ -130,6 +129,9 @@ void AccuracyChart::addEpoch(const EpochMetrics &metrics)
 
 void AccuracyChart::flush()
 {
+    m_flushTimer.stop();
+    if (m_pending.isEmpty())
+        return;
     for (const EpochMetrics &m : std::as_const(m_pending)) {
         m_testAcc->append(m.epoch, m.testAcc);
         m_trainAcc->append(m.epoch, m.trainAcc);
@@ -154,7 +156,10 @@ void AccuracyChart::updateRanges()
             epochs = std::max(epochs, static_cast<int>(s->at(s->count() - 1).x()));
     }
     m_axisX->setRange(1, std::max(2, epochs));
-    m_axisX->setTickCount(std::min(std::max(2, epochs), 11));
+    // Ticks on whole epochs, at most about ten of them.
+    m_axisX->setTickType(QValueAxis::TicksDynamic);
+    m_axisX->setTickAnchor(1);
+    m_axisX->setTickInterval(std::max(1.0, std::ceil((std::max(2, epochs) - 1) / 10.0)));
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
 }
 
@@ -184,6 +189,11 @@ void AccuracyChart::setLossVisible(bool visible)
 {
     m_loss->setVisible(visible);
     m_axisLoss->setVisible(visible);
+}
+
+int AccuracyChart::overlayPointCount(int index) const
+{
+    return index >= 0 && index < m_overlays.size() ? m_overlays[index]->count() : 0;
 }
 
 int AccuracyChart::livePointCount() const

@@ -32,12 +32,15 @@ public:
     void beginRun(const QString &name, int epochs);
     // Queued and drawn together by a single-shot timer, so a burst of epochs costs one redraw.
     void addEpoch(const EpochMetrics &metrics);
+    // Draws what is queued now (a run has ended: its last epoch must not wait for the timer).
+    void flush();
     void setOverlays(const QVector<Overlay> &overlays);
     void setTrainAccVisible(bool visible);
     void setLossVisible(bool visible);
 
     int livePointCount() const;
     int overlayCount() const { return m_overlays.size(); }
+    int overlayPointCount(int index) const;
     QPointF bestPoint() const { return m_best; }
     QStringList seriesNames() const;
 
@@ -46,7 +49,6 @@ public:
     bool saveSvg(const QString &path, QString *error);
 
 private:
-    void flush();
     void updateRanges();
     void attach(QAbstractSeries *series, QValueAxis *y);
     void showTip(const QString &series, const QPointF &point, bool state);

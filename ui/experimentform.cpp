@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <climits>
+#include <cmath>
 
 namespace trainlab {
 
@@ -36,12 +37,12 @@ QString shortest(double value)
     return text.replace(paddedExponent, QStringLiteral("e\\1\\2")).replace(QStringLiteral("e+"), QStringLiteral("e"));
 }
 
-QSpinBox *spinBox(const char *objectName, int minimum, int maximum, const QString &special = {})
+// Wide ranges: a value the core refuses is shown and named by validate(), never clamped out of sight.
+QSpinBox *spinBox(const char *objectName, int minimum, int maximum)
 {
     auto *box = new QSpinBox;
     box->setObjectName(QLatin1String(objectName));
     box->setRange(minimum, maximum);
-    box->setSpecialValueText(special);
     box->setAccelerated(true);
     return box;
 }
@@ -52,6 +53,14 @@ QLineEdit *lineEdit(const char *objectName, const QString &placeholder = {})
     edit->setObjectName(QLatin1String(objectName));
     edit->setPlaceholderText(placeholder);
     return edit;
+}
+
+// A number as typed: 0.1, 1e-3, with spaces around; NaN and infinity are not numbers here.
+double parseNumber(const QString &text, bool *ok)
+{
+    const double value = QLocale::c().toDouble(text.trimmed(), ok);
+    *ok = *ok && std::isfinite(value);
+    return value;
 }
 
 QString gib(std::uint64_t bytes)
@@ -70,17 +79,17 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_datasetStatus(new QLabel)
     , m_devices(new QListWidget)
     , m_cpuReplicas(spinBox("cpuReplicas", 1, 64))
-    , m_batchSize(spinBox("batchSize", 0, 1 << 24))
+    , m_batchSize(spinBox("batchSize", INT_MIN, INT_MAX))
     , m_perDevice(new QLabel)
     , m_learningRate(lineEdit("learningRate", tr("0.1 or 1e-3")))
-    , m_epochs(spinBox("epochs", 0, 100000))
+    , m_epochs(spinBox("epochs", INT_MIN, INT_MAX))
     , m_seed(lineEdit("seed"))
     , m_momentum(lineEdit("momentum", tr("0 to below 1")))
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
-    , m_cpuThreads(spinBox("cpuThreads", 0, 1024, tr("all cores")))
-    , m_trainLimit(spinBox("trainLimit", 0, INT_MAX, tr("all")))
-    , m_testLimit(spinBox("testLimit", 0, INT_MAX, tr("all")))
+    , m_cpuThreads(spinBox("cpuThreads", INT_MIN, INT_MAX))
+    , m_trainLimit(spinBox("trainLimit", INT_MIN, INT_MAX))
+    , m_testLimit(spinBox("testLimit", INT_MIN, INT_MAX))
     , m_problemsLabel(new QLabel)
 {
     m_datasetKind->setObjectName(QStringLiteral("datasetKind"));
@@ -128,9 +137,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(tr("&Momentum:"), m_momentum);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(tr("&Precision:"), m_precision);
-    advancedForm->addRow(tr("CPU &threads:"), m_cpuThreads);
-    advancedForm->addRow(tr("&Train images:"), m_trainLimit);
-    advancedForm->addRow(tr("T&est images:"), m_testLimit);
+    advancedForm->addRow(tr("CPU &threads (0: all):"), m_cpuThreads);
+    advancedForm->addRow(tr("&Train images (0: all):"), m_trainLimit);
+    advancedForm->addRow(tr("T&est images (0: all):"), m_testLimit);
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(form);
@@ -206,16 +215,19 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     buildDevices(config.devices);
     m_cpuReplicas->setValue(std::max<int>(1, static_cast<int>(std::count(config.devices.begin(), config.devices.end(),
                                                                           std::string("cpu")))));
-    m_batchSize->setValue(static_cast<int>(std::min<std::int64_t>(config.batchSize, m_batchSize->maximum())));
+    m_batchSize->setValue(static_cast<int>(std::clamp<std::int64_t>(config.batchSize, INT_MIN, INT_MAX)));
     m_learningRate->setText(shortest(config.learningRate));
     m_epochs->setValue(config.epochs);
     m_seed->setText(QString::number(config.seed));
     m_momentum->setText(shortest(config.momentum));
     m_weightDecay->setText(shortest(config.weightDecay));
-    m_precision->setCurrentText(QString::fromStdString(config.precision));
+    const QString precision = QString::fromStdString(config.precision);
+    if (m_precision->findText(precision) < 0)
+        m_precision->addItem(precision);   // shown as it is, for validate() to name
+    m_precision->setCurrentText(precision);
     m_cpuThreads->setValue(config.cpuThreads);
-    m_trainLimit->setValue(static_cast<int>(std::min<std::int64_t>(config.dataset.trainLimit, INT_MAX)));
-    m_testLimit->setValue(static_cast<int>(std::min<std::int64_t>(config.dataset.testLimit, INT_MAX)));
+    m_trainLimit->setValue(static_cast<int>(std::clamp<std::int64_t>(config.dataset.trainLimit, INT_MIN, INT_MAX)));
+    m_testLimit->setValue(static_cast<int>(std::clamp<std::int64_t>(config.dataset.testLimit, INT_MIN, INT_MAX)));
     m_loading = false;
     onEdited();
 }
@@ -227,32 +239,47 @@ ExperimentConfig ExperimentForm::config() const
     c.dataset.path = m_datasetKind->currentIndex() == 0 ? std::string(kBuiltin) : m_datasetPath->text().toStdString();
     c.dataset.trainLimit = m_trainLimit->value();
     c.dataset.testLimit = m_testLimit->value();
-    c.devices.clear();
+    std::vector<std::string> checked;
     for (int i = 0; i < m_devices->count(); ++i) {
-        const QListWidgetItem *item = m_devices->item(i);
-        if (item->checkState() != Qt::Checked)
+        if (m_devices->item(i)->checkState() == Qt::Checked)
+            checked.push_back(m_devices->item(i)->data(kIdRole).toString().toStdString());
+    }
+    // The loaded order first (it decides which device is rank 0), then devices checked since, in list order.
+    std::vector<std::string> order;
+    for (const std::string &id : m_base.devices) {
+        if (std::find(order.begin(), order.end(), id) == order.end())
+            order.push_back(id);
+    }
+    for (const std::string &id : checked) {
+        if (std::find(order.begin(), order.end(), id) == order.end())
+            order.push_back(id);
+    }
+    c.devices.clear();
+    for (const std::string &id : order) {
+        if (std::find(checked.begin(), checked.end(), id) == checked.end())
             continue;
-        const std::string id = item->data(kIdRole).toString().toStdString();
-        const int copies = id == "cpu" ? m_cpuReplicas->value() : 1;
+        // A repeated GPU stays repeated, so validate() can name it.
+        const auto loaded = std::count(m_base.devices.begin(), m_base.devices.end(), id);
+        const auto copies = id == "cpu" ? m_cpuReplicas->value() : std::max<long>(1, static_cast<long>(loaded));
         c.devices.insert(c.devices.end(), static_cast<std::size_t>(copies), id);
     }
     c.batchSize = m_batchSize->value();
     bool ok = false;
-    if (const double v = QLocale::c().toDouble(m_learningRate->text().trimmed(), &ok); ok)
+    if (const double v = parseNumber(m_learningRate->text(), &ok); ok)
         c.learningRate = v;
     c.epochs = m_epochs->value();
     if (const qulonglong v = m_seed->text().trimmed().toULongLong(&ok); ok)
         c.seed = v;
-    if (const double v = QLocale::c().toDouble(m_momentum->text().trimmed(), &ok); ok)
+    if (const double v = parseNumber(m_momentum->text(), &ok); ok)
         c.momentum = v;
-    if (const double v = QLocale::c().toDouble(m_weightDecay->text().trimmed(), &ok); ok)
+    if (const double v = parseNumber(m_weightDecay->text(), &ok); ok)
         c.weightDecay = v;
     c.precision = m_precision->currentText().toStdString();
     c.cpuThreads = m_cpuThreads->value();
     return c;
 }
 
-QStringList ExperimentForm::problems() const
+QStringList ExperimentForm::unparsedText() const
 {
     QStringList list;
     auto number = [&](const char *key, const QLineEdit *edit, bool integer) {
@@ -261,7 +288,7 @@ QStringList ExperimentForm::problems() const
         if (integer)
             (void)text.toULongLong(&ok);
         else
-            (void)QLocale::c().toDouble(text, &ok);
+            (void)parseNumber(text, &ok);
         if (!ok)
             list << QStringLiteral("%1: must be %2, got \"%3\"")
                         .arg(QLatin1String(key), integer ? tr("a whole number, 0 or more") : tr("a number"), text);
@@ -270,6 +297,12 @@ QStringList ExperimentForm::problems() const
     number("seed", m_seed, true);
     number("momentum", m_momentum, false);
     number("weight_decay", m_weightDecay, false);
+    return list;
+}
+
+QStringList ExperimentForm::problems() const
+{
+    QStringList list = unparsedText();
     // The core checks only that the folder exists; the form can say before Start what it lacks.
     if (m_datasetKind->currentIndex() == 1 && !m_datasetPath->text().isEmpty()) {
         const DatasetStatus status = inspectDataset(m_datasetPath->text().toStdString());

@@ -29,6 +29,8 @@ public:
     // Text that does not parse, then the core's validate(); each "key: what is wrong, got value".
     QStringList problems() const;
     bool isValid() const { return m_problemsList.isEmpty(); }
+    // Fields whose text is not a number: config() still holds their last good value.
+    QStringList unparsedText() const;
     void setDatasetStartFolder(const QString &folder) { m_datasetStartFolder = folder; }
 
 Q_SIGNALS:

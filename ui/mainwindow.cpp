@@ -27,6 +27,7 @@
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <QPushButton>
 #include <QSaveFile>
 #include <QScrollArea>
@@ -35,6 +36,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
 #include <QToolBar>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -241,11 +243,12 @@ void MainWindow::buildMenus()
     m_useConfigAction = history->addAction(tr("&Use This Run's Configuration"), this, &MainWindow::useSelectedConfig);
     m_openFolderAction = history->addAction(tr("&Open Run Folder"), this, &MainWindow::openSelectedFolder);
     m_deleteAction = history->addAction(tr("&Delete Run…"), this, &MainWindow::deleteSelectedRuns);
+    m_deleteAction->setObjectName(QStringLiteral("deleteRunAction"));
     m_deleteAction->setShortcut(QKeySequence::Delete);
     m_deleteAction->setShortcutContext(Qt::WidgetShortcut);
     history->addSeparator();
     history->addAction(m_exportCsvAction);
-    history->addAction(tr("&Refresh"), QKeySequence::Refresh, m_historyModel, &RunHistoryModel::refresh);
+    history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &MainWindow::refreshHistory);
     m_history->addActions({m_useConfigAction, m_openFolderAction, m_deleteAction, m_exportCsvAction});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
@@ -262,8 +265,10 @@ void MainWindow::readSettings()
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-    if (auto *splitter = findChild<QSplitter *>(QStringLiteral("mainSplitter")))
-        splitter->restoreState(settings.value(QStringLiteral("window/splitter")).toByteArray());
+    for (const char *name : {"mainSplitter", "rightSplitter"}) {
+        if (auto *splitter = findChild<QSplitter *>(QLatin1String(name)))
+            splitter->restoreState(settings.value(QStringLiteral("window/") + QLatin1String(name)).toByteArray());
+    }
     if (!settings.contains(QStringLiteral("window/geometry")))
         resize(1280, 800);
     m_runsDir = settings.value(QStringLiteral("runsDir")).toString();
@@ -279,8 +284,10 @@ void MainWindow::writeSettings()
     QSettings settings;
     settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
     settings.setValue(QStringLiteral("window/state"), saveState());
-    if (auto *splitter = findChild<QSplitter *>(QStringLiteral("mainSplitter")))
-        settings.setValue(QStringLiteral("window/splitter"), splitter->saveState());
+    for (const char *name : {"mainSplitter", "rightSplitter"}) {
+        if (auto *splitter = findChild<QSplitter *>(QLatin1String(name)))
+            settings.setValue(QStringLiteral("window/") + QLatin1String(name), splitter->saveState());
+    }
     settings.setValue(QStringLiteral("runsDir"), m_savedRunsDir);
     settings.setValue(QStringLiteral("lastDatasetDir"), m_lastDatasetDir);
     settings.setValue(QStringLiteral("recentFiles"), m_recentFiles);
@@ -310,14 +317,16 @@ void MainWindow::setCleanConfig(const ExperimentConfig &config, const QString &p
 {
     m_form->setConfig(config);
     m_filePath = path;
-    m_cleanJson = QString::fromStdString(m_form->config().toJson());
+    // The file's own text: a value the form cannot show as it is leaves the experiment marked modified.
+    m_cleanJson = QString::fromStdString(config.toJson());
     updateTitle();
     updateActions();
 }
 
 bool MainWindow::isModified() const
 {
-    return QString::fromStdString(m_form->config().toJson()) != m_cleanJson;
+    // Text that is not a number is an edit too, though config() cannot hold it yet.
+    return !m_form->unparsedText().isEmpty() || QString::fromStdString(m_form->config().toJson()) != m_cleanJson;
 }
 
 bool MainWindow::isRunning() const
@@ -398,9 +407,9 @@ void MainWindow::openDialog()
 {
     if (!maybeSave())
         return;
-    const QString start = m_filePath.isEmpty() ? (m_recentFiles.isEmpty() ? QDir::homePath() : m_recentFiles.first())
-                                               : m_filePath;
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open Experiment"), QFileInfo(start).path(),
+    const QString recent = m_filePath.isEmpty() && !m_recentFiles.isEmpty() ? m_recentFiles.first() : m_filePath;
+    const QString folder = recent.isEmpty() ? QDir::homePath() : QFileInfo(recent).path();
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open Experiment"), folder,
                                                       tr("TrainLab experiments (*.json);;All files (*)"));
     if (!path.isEmpty())
         openConfigFile(path);
@@ -419,6 +428,10 @@ bool MainWindow::openConfigFile(const QString &path)
                 text += QStringLiteral("\n  ") + QString::fromStdString(p);
         }
         showError(tr("Open Experiment"), text);
+        if (!QFileInfo::exists(path) && m_recentFiles.removeAll(QFileInfo(path).absoluteFilePath()) > 0) {
+            QSettings().setValue(QStringLiteral("recentFiles"), m_recentFiles);
+            QTimer::singleShot(0, this, &MainWindow::rebuildRecentMenu);
+        }
         return false;
     }
     setCleanConfig(config, QFileInfo(path).absoluteFilePath());
@@ -429,6 +442,10 @@ bool MainWindow::openConfigFile(const QString &path)
 
 bool MainWindow::saveConfigTo(const QString &path)
 {
+    if (const QStringList unparsed = m_form->unparsedText(); !unparsed.isEmpty()) {
+        showError(tr("Save Experiment"), tr("Not saved: correct these fields first.\n  %1").arg(unparsed.join(QStringLiteral("\n  "))));
+        return false;
+    }
     const ExperimentConfig config = m_form->config();
     try {
         config.save(path.toStdString());
@@ -478,7 +495,8 @@ void MainWindow::addRecentFile(const QString &path)
     while (m_recentFiles.size() > kMaxRecentFiles)
         m_recentFiles.removeLast();
     QSettings().setValue(QStringLiteral("recentFiles"), m_recentFiles);
-    rebuildRecentMenu();
+    // Later: this can run inside the triggered() of an action that the rebuild deletes.
+    QTimer::singleShot(0, this, &MainWindow::rebuildRecentMenu);
 }
 
 void MainWindow::rebuildRecentMenu()
@@ -495,7 +513,7 @@ void MainWindow::rebuildRecentMenu()
         m_recentMenu->addAction(tr("Clear List"), this, [this] {
             m_recentFiles.clear();
             QSettings().setValue(QStringLiteral("recentFiles"), m_recentFiles);
-            rebuildRecentMenu();
+            QTimer::singleShot(0, this, &MainWindow::rebuildRecentMenu);
         });
     }
     m_recentMenu->setEnabled(!m_recentFiles.isEmpty());
@@ -538,7 +556,7 @@ void MainWindow::onRunStarted(const RunInfo &info)
     m_statusDevices->setText(tr("Training on %1").arg(m_runDevices));
     appendLog(QString::fromStdString(runStartedLine(info)));
     m_historyModel->setActiveRunDir(m_activeRunDir);
-    m_historyModel->refresh();
+    refreshHistory();
 }
 
 void MainWindow::onBatch(const BatchProgress &p)
@@ -566,6 +584,7 @@ void MainWindow::onEpoch(const EpochMetrics &metrics)
 void MainWindow::onFinished(const RunResult &result)
 {
     m_lastResult = result;
+    m_chart->flush();
     for (const std::string &line : finishedLines(result, deviceList({m_runDevices.toStdString()})))
         appendLog(QString::fromStdString(line));
     const QString status = QString::fromLatin1(toString(result.status));
@@ -579,7 +598,7 @@ void MainWindow::onIdle()
 {
     m_activeRunDir.clear();
     m_historyModel->setActiveRunDir(QString());
-    m_historyModel->refresh();
+    refreshHistory();
     m_statusDevices->setText(tr("Last run on %1").arg(m_runDevices));
     updateActions();
     Q_EMIT runEnded(m_lastResult);
@@ -590,6 +609,23 @@ void MainWindow::onIdle()
 void MainWindow::appendLog(const QString &line)
 {
     m_log->appendPlainText(line);
+}
+
+void MainWindow::refreshHistory()
+{
+    // A reset clears the selection; the runs being compared stay selected and overlaid.
+    QStringList selected;
+    for (int row : selectedRows())
+        selected << QString::fromStdString(m_historyModel->summary(row).dir);
+    m_historyModel->refresh();
+    QItemSelection selection;
+    for (const QString &dir : std::as_const(selected)) {
+        const int row = m_historyModel->rowOfDir(dir);
+        if (row >= 0)
+            selection.select(m_historyModel->index(row, 0), m_historyModel->index(row, RunHistoryModel::ColumnCount - 1));
+    }
+    if (!selection.isEmpty())
+        m_history->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
 }
 
 QList<int> MainWindow::selectedRows() const
@@ -669,7 +705,7 @@ void MainWindow::deleteSelectedRuns()
         if (!QDir(dir).removeRecursively())
             showError(tr("Delete Runs"), tr("%1: could not be deleted completely").arg(dir));
     }
-    m_historyModel->refresh();
+    refreshHistory();
 }
 
 bool MainWindow::exportChart(const QString &path)
@@ -686,10 +722,14 @@ bool MainWindow::exportChart(const QString &path)
 
 QString MainWindow::askSavePath(const QString &title, const QString &suggested, const QString &filter)
 {
-    QString path = QFileDialog::getSaveFileName(this, title, suggested, filter);
-    // A name typed without an extension gets the suggested one.
-    if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty())
-        path += QLatin1Char('.') + QFileInfo(suggested).suffix();
+    QString chosenFilter;
+    QString path = QFileDialog::getSaveFileName(this, title, suggested, filter, &chosenFilter);
+    // A name typed without an extension gets the chosen filter's ("PNG image (*.png)"), or the suggested one.
+    if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty()) {
+        const QRegularExpression pattern(QStringLiteral("\\*\\.(\\w+)"));
+        const QRegularExpressionMatch match = pattern.match(chosenFilter);
+        path += QLatin1Char('.') + (match.hasMatch() ? match.captured(1) : QFileInfo(suggested).suffix());
+    }
     return path;
 }
 
@@ -761,12 +801,17 @@ void MainWindow::closeEvent(QCloseEvent *event)
                 event->ignore();
                 return;
             }
-            m_closeAfterStop = true;
-            stopRun();
+            // The run may have ended while the question was open; then there is nothing to wait for.
+            if (m_runner->isRunning()) {
+                m_closeAfterStop = true;
+                stopRun();
+            }
         }
-        // The window closes itself once the run has stopped; nothing here waits on training.
-        event->ignore();
-        return;
+        if (m_runner->isRunning()) {
+            // The window closes itself once the run has stopped; nothing here waits on training.
+            event->ignore();
+            return;
+        }
     }
     if (!maybeSave()) {
         m_closeAfterStop = false;

@@ -97,6 +97,7 @@ private:
     void exportChartDialog();
     void exportCsvDialog();
     QList<int> selectedRows() const;
+    void refreshHistory();
 
     ExperimentForm *m_form;
     AccuracyChart *m_chart;

@@ -18,6 +18,7 @@ TrainingRunner::TrainingRunner(QObject *parent)
 TrainingRunner::~TrainingRunner()
 {
     if (m_thread) {
+        m_stop->store(true);
         m_thread->requestInterruption();
         m_thread->wait();
     }
@@ -29,7 +30,8 @@ void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDi
         return;
     RunOptions options;
     options.runsDir = runsDir.toStdString();
-    auto *worker = new TrainingWorker(config, options);
+    m_stop = std::make_shared<std::atomic<bool>>(false);
+    auto *worker = new TrainingWorker(config, options, m_stop);
     m_thread = new QThread(this);
     m_thread->setObjectName(QStringLiteral("training"));
     m_stopping = false;
@@ -40,7 +42,6 @@ void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDi
     connect(worker, &TrainingWorker::epochDone, this, &TrainingRunner::epochDone);
     connect(worker, &TrainingWorker::logLine, this, &TrainingRunner::logLine);
     connect(worker, &TrainingWorker::finished, this, &TrainingRunner::finished);
-    connect(worker, &TrainingWorker::finished, m_thread, &QThread::quit);
     connect(m_thread, &QThread::finished, worker, &QObject::deleteLater);
     QThread *thread = m_thread;
     connect(m_thread, &QThread::finished, this, [this, thread] {
@@ -59,6 +60,7 @@ void TrainingRunner::stop()
     if (!m_thread)
         return;
     m_stopping = true;
+    m_stop->store(true);
     m_thread->requestInterruption();
 }
 

@@ -4,8 +4,10 @@
 #include "ui/metatypes.h"
 
 #include <QObject>
-#include <QPointer>
 #include <QString>
+
+#include <atomic>
+#include <memory>
 
 class QThread;
 
@@ -38,6 +40,7 @@ Q_SIGNALS:
 
 private:
     QThread *m_thread = nullptr;
+    std::shared_ptr<std::atomic<bool>> m_stop;   // the engine reads it every step, before the all-reduce
     bool m_stopping = false;
 };
 

@@ -41,15 +41,23 @@ private:
 
 } // namespace
 
-TrainingWorker::TrainingWorker(ExperimentConfig config, RunOptions options)
-    : m_config(std::move(config)), m_options(std::move(options))
+TrainingWorker::TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop)
+    : m_config(std::move(config)), m_options(std::move(options)), m_stop(std::move(stop))
 {}
 
 void TrainingWorker::run()
 {
     SignalObserver observer(*this, *thread());
-    const StopFlag stop{false};
-    runExperiment(m_config, observer, stop, m_options);
+    try {
+        runExperiment(m_config, observer, *m_stop, m_options);
+    } catch (const std::exception &e) {
+        // runExperiment reports its own failures; this is a thread or allocation that could not even start.
+        RunResult result;
+        result.error = e.what();
+        Q_EMIT finished(result);
+    }
+    // Quit from here, not by a queued signal: the GUI thread may be blocked in wait() at exit.
+    thread()->quit();
 }
 
 } // namespace trainlab

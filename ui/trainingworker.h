@@ -7,6 +7,8 @@
 #include <QObject>
 #include <QString>
 
+#include <memory>
+
 namespace trainlab {
 
 // Runs one experiment when its thread starts; stopped with QThread::requestInterruption().
@@ -15,7 +17,8 @@ class TrainingWorker : public QObject
     Q_OBJECT
 
 public:
-    TrainingWorker(ExperimentConfig config, RunOptions options);
+    // stop is shared with the runner, which sets it from the GUI thread.
+    TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop);
 
     void run();
 
@@ -29,6 +32,7 @@ Q_SIGNALS:
 private:
     ExperimentConfig m_config;
     RunOptions m_options;
+    std::shared_ptr<const StopFlag> m_stop;
 };
 
 } // namespace trainlab
