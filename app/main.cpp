@@ -7,6 +7,8 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QItemSelectionModel>
+#include <QTableView>
 #include <QTimer>
 
 #include <cstdio>
@@ -43,8 +45,9 @@ int parse(int argc, char **argv, Options &options)
     const QCommandLineOption smoke(QStringLiteral("smoke-test"),
                                    QStringLiteral("Open the window, load quick-demo, check it is ready and quit."));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                        QStringLiteral("Start the loaded experiment, save a picture of the window "
-                                                       "to FILE when it ends, and quit."),
+                                        QStringLiteral("Start the loaded experiment; when it ends, select the earlier runs "
+                                                       "in the history (their curves overlaid), save a picture of "
+                                                       "the window to FILE and quit."),
                                         QStringLiteral("FILE"));
     parser.addOptions({preset, runsDir, smoke, screenshot});
     parser.process(app);
@@ -136,8 +139,17 @@ int main(int argc, char **argv)
                          qPrintable(loaded ? window.form()->problems().join(QStringLiteral("; ")) : window.lastError()));
             return 1;
         }
-        QObject::connect(&window, &trainlab::MainWindow::runEnded, &window, [&window, &options] {
-            // One more chart flush (40 ms) before the picture.
+        QObject::connect(&window, &trainlab::MainWindow::runEnded, &window,
+                         [&window, &options](const trainlab::RunResult &result) {
+            // The earlier runs, overlaid on the live curves of this one.
+            const auto *model = window.history()->model();
+            QItemSelection earlier;
+            for (int row = 0; row < model->rowCount(); ++row) {
+                if (model->index(row, 0).data(Qt::UserRole).toString() != QString::fromStdString(result.runDir))
+                    earlier.select(model->index(row, 0), model->index(row, model->columnCount() - 1));
+            }
+            window.history()->selectionModel()->select(earlier, QItemSelectionModel::ClearAndSelect);
+            // Let the overlays and the layout settle before the picture.
             QTimer::singleShot(300, &window, [&window, &options] {
                 const bool ok = window.grab().save(options.screenshot);
                 std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j "$(nproc)" --target trainlab
+cmake --build build -j "$(nproc)" --target trainlab trainlab-cli
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/quick-demo-short.json" <<'JSON'
@@ -19,6 +19,10 @@ cat > "$work/quick-demo-short.json" <<'JSON'
   "momentum": 0.9
 }
 JSON
+# An earlier run at a higher learning rate, so the picture shows two runs compared.
+sed -e 's/"quick-demo (short)"/"lr 0.2"/' -e 's/"learning_rate": 0.05/"learning_rate": 0.2/' \
+  "$work/quick-demo-short.json" > "$work/lr-0.2.json"
+TRAINLAB_RUNS_DIR="$work/runs" ./build/app/trainlab-cli run "$work/lr-0.2.json" >/dev/null
 mkdir -p docs
 # Its own settings and runs folder, so the picture does not depend on (or change) the user's.
 XDG_CONFIG_HOME="$work/config" xvfb-run -a -s "-screen 0 1440x900x24" \

@@ -17,10 +17,9 @@ namespace trainlab {
 
 namespace {
 
-// Distinct colours for the overlaid runs (Tableau 10, skipping the live curve's blue).
-const QColor kOverlayColours[] = {QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728), QColor(0x9467bd),
-                                  QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f), QColor(0xbcbd22),
-                                  QColor(0x17becf)};
+// Distinct colours for the overlaid runs (Tableau 10 without the live curves' blue, purple and green).
+const QColor kOverlayColours[] = {QColor(0xff7f0e), QColor(0xd62728), QColor(0x8c564b), QColor(0xe377c2),
+                                  QColor(0x7f7f7f), QColor(0xbcbd22), QColor(0x17becf), QColor(Qt::black)};
 
 QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle style = Qt::SolidLine)
 {
