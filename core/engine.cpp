@@ -389,13 +389,7 @@ void Replica::run()
     }
     result.status = !m_failure.empty() ? RunStatus::Failed : m_stopped ? RunStatus::Stopped : RunStatus::Completed;
     result.error = m_failure;
-    for (const auto &m : result.epochs) {
-        if (m.testAcc > result.bestTestAcc || result.bestEpoch == 0) {
-            result.bestTestAcc = m.testAcc;
-            result.bestEpoch = m.epoch;
-        }
-        result.meanEpochSeconds += m.seconds / static_cast<double>(result.epochs.size());
-    }
+    result.summarize();
     if (m_localRank == 0) {
         std::lock_guard<std::mutex> lock(m_world.mutex);
         m_world.result = std::move(result);

@@ -51,6 +51,9 @@ struct RunResult
     double bestTestAcc = 0.0;
     int bestEpoch = 0;
     double meanEpochSeconds = 0.0;
+
+    // Sets the best epoch (the first of equals) and the mean seconds from epochs; summary.json says the same.
+    void summarize();
 };
 
 // Receives a run's events on the training thread; onBatch may return false to ask for a stop.

@@ -106,17 +106,13 @@ void RunRecord::appendEpoch(const EpochMetrics &m)
     std::fclose(file);
     if (!ok)
         throw std::runtime_error(m_dir + "/metrics.csv: cannot append");
-    m_seconds.push_back(m.seconds);
+    m_epochs.epochs.push_back(m);
+    m_epochs.summarize();
     m_summary.epochsDone = m.epoch;
     m_summary.finalTestAcc = m.testAcc;
-    if (m.testAcc > m_summary.bestTestAcc || m_summary.bestEpoch == 0) {
-        m_summary.bestTestAcc = m.testAcc;
-        m_summary.bestEpoch = m.epoch;
-    }
-    double total = 0;
-    for (double s : m_seconds)
-        total += s;
-    m_summary.meanEpochSeconds = total / static_cast<double>(m_seconds.size());
+    m_summary.bestTestAcc = m_epochs.bestTestAcc;
+    m_summary.bestEpoch = m_epochs.bestEpoch;
+    m_summary.meanEpochSeconds = m_epochs.meanEpochSeconds;
     writeSummary();
 }
 

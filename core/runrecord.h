@@ -48,7 +48,7 @@ private:
 
     std::string m_dir;
     RunSummary m_summary;
-    std::vector<double> m_seconds;
+    RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
 };
 
 RunSummary readRunSummary(const std::string &runDir);

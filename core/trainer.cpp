@@ -22,6 +22,20 @@ const char *toString(RunStatus status)
     return "failed";
 }
 
+void RunResult::summarize()
+{
+    bestTestAcc = 0.0;
+    bestEpoch = 0;
+    meanEpochSeconds = 0.0;
+    for (const EpochMetrics &m : epochs) {
+        if (m.testAcc > bestTestAcc || bestEpoch == 0) {
+            bestTestAcc = m.testAcc;
+            bestEpoch = m.epoch;
+        }
+        meanEpochSeconds += m.seconds / static_cast<double>(epochs.size());
+    }
+}
+
 RunResult runExperiment(const ExperimentConfig &config, TrainingObserver &observer, const StopFlag &stop,
                         const RunOptions &options)
 {

@@ -35,6 +35,7 @@ class tst_Trainer : public QObject
 
 private Q_SLOTS:
     void trainsAndRecords();
+    void summarizeTakesTheFirstBestEpoch();
     void lossGoesDown();
     void sameSeedSameLoss();
     void stopWithinOneBatch();
@@ -86,10 +87,32 @@ void tst_Trainer::trainsAndRecords()
     QVERIFY(qAbs(summary.finalTestAcc - o.epochs.back().testAcc) < 1e-9);
     QVERIFY(qAbs(summary.bestTestAcc - result.bestTestAcc) < 1e-9);
     QCOMPARE(summary.bestEpoch, result.bestEpoch);
+    QVERIFY(qAbs(summary.meanEpochSeconds - result.meanEpochSeconds) < 1e-9);
+    QVERIFY(qAbs(result.meanEpochSeconds - (o.epochs[0].seconds + o.epochs[1].seconds) / 2) < 1e-9);
     QVERIFY(!summary.endTime.empty());
     QCOMPARE(summary.devices, std::vector<std::string>{"cpu"});
     const auto runs = trainlab::listRuns(m_runs.path().toStdString());
     QVERIFY(!runs.empty());
+}
+
+void tst_Trainer::summarizeTakesTheFirstBestEpoch()
+{
+    trainlab::RunResult r;
+    r.summarize();
+    QCOMPARE(r.bestEpoch, 0);
+    QCOMPARE(r.meanEpochSeconds, 0.0);
+    const double acc[] = {0.5, 0.7, 0.7, 0.6};
+    for (int i = 0; i < 4; ++i) {
+        trainlab::EpochMetrics m;
+        m.epoch = i + 1;
+        m.testAcc = acc[i];
+        m.seconds = i + 1.0;
+        r.epochs.push_back(m);
+    }
+    r.summarize();
+    QCOMPARE(r.bestEpoch, 2);
+    QCOMPARE(r.bestTestAcc, 0.7);
+    QCOMPARE(r.meanEpochSeconds, 2.5);
 }
 
 void tst_Trainer::lossGoesDown()
