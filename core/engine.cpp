@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #ifdef TRAINLAB_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -56,6 +58,7 @@ struct World
     int worldSize = 1;
     int rankOffset = 0;
     bool nccl = false;
+    int controlLag = 0;
     int threadsPerReplica = 1;
 
     std::atomic<bool> observerStop{false};   // set by rank 0 when the observer asks to stop
@@ -88,6 +91,42 @@ void setAutocast(const torch::Device &device, bool enabled)
             at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     }
 #endif
+}
+
+// One step's summed control slots on their way to the host; from a CUDA device the copy is asynchronous.
+struct PendingControl
+{
+    std::int64_t batch = 0;
+    torch::Tensor host;
+#ifdef TRAINLAB_WITH_CUDA
+    std::shared_ptr<at::cuda::CUDAEvent> copied;
+#endif
+
+    const float *wait() const
+    {
+#ifdef TRAINLAB_WITH_CUDA
+        if (copied)
+            copied->synchronize();
+#endif
+        return host.data_ptr<float>();
+    }
+};
+
+PendingControl sendToHost(const torch::Tensor &control, std::int64_t batch)
+{
+    PendingControl p;
+    p.batch = batch;
+#ifdef TRAINLAB_WITH_CUDA
+    if (control.is_cuda()) {
+        p.host = torch::empty({kControlSize}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(true));
+        p.host.copy_(control, /*non_blocking=*/true);
+        p.copied = std::make_shared<at::cuda::CUDAEvent>();
+        p.copied->record();
+        return p;
+    }
+#endif
+    p.host = control.to(torch::kCPU).contiguous().clone();
+    return p;
 }
 
 std::vector<torch::Tensor> floatBuffers(torch::nn::Module &model)
@@ -235,6 +274,40 @@ void Replica::trainEpoch(int epoch, int epochs)
     const auto start = Clock::now();
     auto lastReport = start - std::chrono::seconds(1);
     double lossSum = 0, correct = 0, seen = 0;
+    // Reads a step's summed control slots; false when the epoch ends here (stop or failure).
+    auto consume = [&](const PendingControl &pending) {
+        const float *c = pending.wait();
+        if (c[kError] > 0) {
+            if (m_failure.empty())
+                m_failure = "stopped because " + failedRank();
+            else
+                m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure;
+            return false;
+        }
+        if (!std::isfinite(c[kLossSum])) {
+            m_failure = "the loss became " + std::string(std::isnan(c[kLossSum]) ? "NaN" : "infinite") + " at epoch "
+                        + std::to_string(epoch) + " batch " + std::to_string(pending.batch + 1)
+                        + "; try a lower learning_rate (now " + std::to_string(config.learningRate) + ")";
+            return false;
+        }
+        if (c[kStop] > 0) {
+            m_stopped = true;
+            return false;
+        }
+        lossSum += c[kLossSum];
+        correct += c[kCorrect];
+        seen += c[kSeen];
+        if (m_localRank == 0 && (seconds(lastReport) >= 0.1 || pending.batch + 1 == batches)) {
+            lastReport = Clock::now();
+            BatchProgress progress{epoch, epochs, pending.batch + 1, batches, lossSum / seen, seen / seconds(start)};
+            if (!m_world.observer->onBatch(progress))
+                m_world.observerStop = true;
+        }
+        return true;
+    };
+    // With a lag the host reads step k's slots after queueing step k + lag, so a GPU never waits for it.
+    std::deque<PendingControl> pending;
+    const std::size_t lag = static_cast<std::size_t>(m_world.controlLag);
     for (std::int64_t k = 0; k < batches; ++k) {
         const std::int64_t begin = k * batch;
         const std::int64_t count = std::min(batch, n - begin);
@@ -244,39 +317,41 @@ void Replica::trainEpoch(int epoch, int epochs)
 
         torch::Tensor control = torch::zeros({kControlSize}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
         m_model->zero_grad(/*set_to_none=*/false);
-        try {
-            if (m_rank == m_world.options.faultRank && m_globalStep == m_world.options.faultStep)
-                throw std::runtime_error("injected failure at step " + std::to_string(m_globalStep));
-            if (mine > 0) {
-                const torch::Tensor idx = perm.slice(0, offset, offset + mine);
-                const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
-                const torch::Tensor y = m_trainLabels.index_select(0, idx);
-                const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
-                const torch::Tensor loss = torch::nn::functional::cross_entropy(
-                    logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-                // Scaled so that SUM / world over the ranks is the mean over the global batch.
-                (loss * (static_cast<double>(world) / static_cast<double>(count))).backward();
-                control[kLossSum] = loss.detach();
-                control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
-                control[kSeen] = static_cast<float>(mine);
+        // A rank that failed waits, gradients zero, for the lagged read that ends every rank's epoch.
+        if (m_failure.empty()) {
+            try {
+                if (m_rank == m_world.options.faultRank && m_globalStep == m_world.options.faultStep)
+                    throw std::runtime_error("injected failure at step " + std::to_string(m_globalStep));
+                if (mine > 0) {
+                    const torch::Tensor idx = perm.slice(0, offset, offset + mine);
+                    const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
+                    const torch::Tensor y = m_trainLabels.index_select(0, idx);
+                    const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
+                    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+                    // Scaled so that SUM / world over the ranks is the mean over the global batch.
+                    (loss * (static_cast<double>(world) / static_cast<double>(count))).backward();
+                    control[kLossSum] = loss.detach();
+                    control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
+                    control[kSeen] = static_cast<float>(mine);
+                }
+            } catch (const std::exception &e) {
+                m_failure = errorText(e);
+                if (m_failure.find("out of memory") != std::string::npos)
+                    m_failure += " (try a smaller batch per device: lower batch_size or add devices)";
+                if (m_rendezvous)
+                    m_rendezvous->set("error/" + std::to_string(m_rank),
+                                      "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure);
+                m_model->zero_grad(false);
             }
-        } catch (const std::exception &e) {
-            m_failure = errorText(e);
-            if (m_failure.find("out of memory") != std::string::npos)
-                m_failure += " (try a smaller batch per device: lower batch_size or add devices)";
-            control[kError] = 1.0f;
-            if (m_rendezvous)
-                m_rendezvous->set("error/" + std::to_string(m_rank),
-                                  "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure);
-            m_model->zero_grad(false);
         }
+        if (!m_failure.empty())
+            control[kError] = 1.0f;
         if (m_world.stop->load() || m_world.observerStop.load())
             control[kStop] = 1.0f;
 
         // A world of one has nothing to average: skip flattening 11 M gradients every step.
         const std::size_t buckets = m_collective ? m_buckets.size() : 0;
-        if (!m_collective)
-            control = control.cpu();
         for (std::size_t b = 0; b < buckets; ++b) {
             std::vector<torch::Tensor> flat;
             for (auto &p : m_buckets[b])
@@ -294,37 +369,25 @@ void Replica::trainEpoch(int epoch, int epochs)
                 pos += p.numel();
             }
             if (last)
-                control = buffer.slice(0, pos, pos + kControlSize).cpu();
+                control = buffer.slice(0, pos, pos + kControlSize);
         }
-        const auto c = control.accessor<float, 1>();
-        if (c[kError] > 0) {
-            if (m_failure.empty())
-                m_failure = "stopped because " + failedRank();
-            else
-                m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure;
-            return;
-        }
-        if (!std::isfinite(c[kLossSum])) {
-            m_failure = "the loss became " + std::string(std::isnan(c[kLossSum]) ? "NaN" : "infinite") + " at epoch "
-                        + std::to_string(epoch) + " batch " + std::to_string(k + 1)
-                        + "; try a lower learning_rate (now " + std::to_string(config.learningRate) + ")";
-            return;
-        }
-        if (c[kStop] > 0) {
-            m_stopped = true;
-            return;
+        pending.push_back(sendToHost(control, k));
+        if (lag == 0) {
+            if (!consume(pending.front()))
+                return;
+            pending.pop_front();
         }
         m_optimizer->step();
         ++m_globalStep;
-        lossSum += c[kLossSum];
-        correct += c[kCorrect];
-        seen += c[kSeen];
-        if (m_localRank == 0 && (seconds(lastReport) >= 0.1 || k + 1 == batches)) {
-            lastReport = Clock::now();
-            BatchProgress progress{epoch, epochs, k + 1, batches, lossSum / seen, seen / seconds(start)};
-            if (!m_world.observer->onBatch(progress))
-                m_world.observerStop = true;
+        if (pending.size() > lag) {
+            if (!consume(pending.front()))
+                return;
+            pending.pop_front();
         }
+    }
+    for (; !pending.empty(); pending.pop_front()) {
+        if (!consume(pending.front()))
+            return;
     }
     m_epochSeconds = seconds(start);
     m_epochLoss = lossSum / seen;
@@ -515,6 +578,11 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         for (const auto &d : world.worldDevices)
             world.nccl = world.nccl && d.find("cuda:") != std::string::npos;
         world.nccl = world.nccl && world.worldSize > 1;
+        bool anyCuda = false;
+        for (const auto &d : world.worldDevices)
+            anyCuda = anyCuda || d.find("cuda:") != std::string::npos;
+        // Every rank must read its slots at the same step: decided from the devices of the whole world.
+        world.controlLag = world.options.controlLag >= 0 ? world.options.controlLag : anyCuda ? 1 : 0;
         const int threads = config.cpuThreads > 0 ? config.cpuThreads : logicalCores();
         int cpuReplicas = 0;
         for (const auto &d : config.devices)

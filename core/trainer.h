@@ -22,6 +22,9 @@ struct RunOptions
     std::string runsDir;               // empty: defaultRunsDir()
     bool keepRecord = true;            // false: no run folder (tests, benchmarks)
     NodeOptions node;
+    // Steps between a step and the host reading its summed stop/error/loss slots. -1: 1 when the world
+    // has a CUDA device (no host sync per step), else 0 (a stop takes effect after the current batch).
+    int controlLag = -1;
     // Test hook: this global rank throws inside its training step at this step (0-based, whole run).
     int faultRank = -1;
     long faultStep = -1;

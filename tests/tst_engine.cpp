@@ -39,19 +39,21 @@ torch::nn::Sequential resnet()
 
 trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()> model, trainlab::DataBundle data,
                              int epochs, std::int64_t batch, RecordingObserver &observer,
-                             const trainlab::StopFlag *stop = nullptr, int faultRank = -1, long faultStep = -1)
+                             const trainlab::StopFlag *stop = nullptr, int faultRank = -1, long faultStep = -1,
+                             int controlLag = 0, double learningRate = 0.1)
 {
     trainlab::EngineSetup setup;
     setup.config.devices = std::vector<std::string>(static_cast<size_t>(replicas), "cpu");
     setup.config.epochs = epochs;
     setup.config.batchSize = batch;
-    setup.config.learningRate = 0.1;
+    setup.config.learningRate = learningRate;
     setup.config.momentum = 0.9;
     setup.config.collectiveTimeoutSeconds = 30;
     setup.data = std::move(data);
     setup.makeModel = std::move(model);
     setup.options.faultRank = faultRank;
     setup.options.faultStep = faultStep;
+    setup.options.controlLag = controlLag;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, stop ? *stop : never);
 }
@@ -78,27 +80,47 @@ private Q_SLOTS:
     void replicasMatchOneReplica_data();
     void replicasMatchOneReplica();
     void resnetTwoReplicas();
+    void stopMidEpoch_data();
     void stopMidEpoch();
+    void failureInOneReplica_data();
     void failureInOneReplica();
+    void divergingLossFails();
 };
+
+namespace {
+
+// Lag 1 is what a CUDA world uses (the host reads a step's control slots one step later).
+void addLagRows()
+{
+    QTest::addColumn<int>("lag");
+    QTest::newRow("read at once") << 0;
+    QTest::newRow("lagged read") << 1;
+}
+
+} // namespace
 
 void tst_Engine::replicasMatchOneReplica_data()
 {
     QTest::addColumn<int>("replicas");
     QTest::addColumn<qint64>("batch");
-    QTest::newRow("2 replicas") << 2 << qint64(24);
-    QTest::newRow("3 replicas") << 3 << qint64(24);
-    QTest::newRow("3 replicas, uneven batch") << 3 << qint64(25);
+    QTest::addColumn<int>("lag");
+    QTest::newRow("2 replicas") << 2 << qint64(24) << 0;
+    QTest::newRow("3 replicas") << 3 << qint64(24) << 0;
+    QTest::newRow("3 replicas, uneven batch") << 3 << qint64(25) << 0;
+    QTest::newRow("1 replica, lagged read") << 1 << qint64(24) << 1;
+    QTest::newRow("2 replicas, lagged read") << 2 << qint64(24) << 1;
+    QTest::newRow("3 replicas, uneven batch, lagged read") << 3 << qint64(25) << 1;
 }
 
 void tst_Engine::replicasMatchOneReplica()
 {
     QFETCH(int, replicas);
     QFETCH(qint64, batch);
+    QFETCH(int, lag);
     const auto data = syntheticData(100, 30);
     RecordingObserver one, many;
     auto single = train(1, smallModel, data, 2, batch, one);
-    auto multi = train(replicas, smallModel, data, 2, batch, many);
+    auto multi = train(replicas, smallModel, data, 2, batch, many, nullptr, -1, -1, lag);
     QCOMPARE(toString(single.result.status), "completed");
     QCOMPARE(toString(multi.result.status), "completed");
     QCOMPARE(multi.replicas.size(), size_t(replicas));
@@ -111,7 +133,14 @@ void tst_Engine::replicasMatchOneReplica()
     auto untrained = smallModel();
     QVERIFY(maxRelativeDifference(*single.replicas[0], *untrained) > 1e-3);
     QCOMPARE(many.started.worldSize, replicas);
-    QVERIFY(qAbs(one.epochs.back().testAcc - many.epochs.back().testAcc) < 1e-9);
+    QCOMPARE(many.epochs.size(), one.epochs.size());
+    for (size_t e = 0; e < one.epochs.size(); ++e) {
+        QVERIFY(qAbs(one.epochs[e].testAcc - many.epochs[e].testAcc) < 1e-9);
+        QVERIFY(qAbs(one.epochs[e].trainAcc - many.epochs[e].trainAcc) < 1e-9);
+        QVERIFY(qAbs(one.epochs[e].trainLoss - many.epochs[e].trainLoss) < 1e-4 * one.epochs[e].trainLoss);
+    }
+    // Every batch of the epoch was counted, the last one reported.
+    QCOMPARE(many.batches.back().batch, many.batches.back().batches);
 }
 
 void tst_Engine::resnetTwoReplicas()
@@ -138,8 +167,14 @@ void tst_Engine::resnetTwoReplicas()
     QCOMPARE(run.result.epochs.at(0).testAcc, acc);
 }
 
+void tst_Engine::stopMidEpoch_data()
+{
+    addLagRows();
+}
+
 void tst_Engine::stopMidEpoch()
 {
+    QFETCH(int, lag);
     const auto data = syntheticData(4000, 20);
     RecordingObserver o;
     trainlab::StopFlag stop{false};
@@ -148,7 +183,7 @@ void tst_Engine::stopMidEpoch()
         return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
                                      torch::nn::Linear(512, 10));
     };
-    std::thread worker([&] { run = train(2, slow, data, 20, 8, o, &stop); });
+    std::thread worker([&] { run = train(2, slow, data, 20, 8, o, &stop, -1, -1, lag); });
     QTRY_VERIFY_WITH_TIMEOUT(o.batchCount.load() >= 2, 30000);
     QElapsedTimer timer;
     timer.start();
@@ -159,17 +194,43 @@ void tst_Engine::stopMidEpoch()
     QCOMPARE(trainlab::weightsDigest(*run.replicas[0]), trainlab::weightsDigest(*run.replicas[1]));
 }
 
+void tst_Engine::failureInOneReplica_data()
+{
+    addLagRows();
+}
+
 void tst_Engine::failureInOneReplica()
 {
+    QFETCH(int, lag);
     const auto data = syntheticData(100, 20);
     RecordingObserver o;
     QElapsedTimer timer;
     timer.start();
-    auto run = train(3, smallModel, data, 2, 24, o, nullptr, 2, 3);
+    auto run = train(3, smallModel, data, 2, 24, o, nullptr, 2, 3, lag);
     QVERIFY(timer.elapsed() < 20000);
     QCOMPARE(toString(run.result.status), "failed");
     QVERIFY2(run.result.error.find("rank 2 (cpu): injected failure at step 3") != std::string::npos,
              run.result.error.c_str());
+}
+
+void tst_Engine::divergingLossFails()
+{
+    const auto data = syntheticData(200, 20);
+    std::string messages[2];
+    for (int lag : {0, 1}) {
+        RecordingObserver o;
+        // No ReLU to go dead: with this step size the logits overflow float on the second batch.
+        const auto linear = [] { return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 10)); };
+        auto run = train(2, linear, data, 1, 20, o, nullptr, -1, -1, lag, 1e38);
+        QCOMPARE(toString(run.result.status), "failed");
+        const std::string &error = run.result.error;
+        QVERIFY2(error.rfind("the loss became ", 0) == 0 && error.find("try a lower learning_rate") != std::string::npos,
+                 error.c_str());
+        QCOMPARE(trainlab::weightsDigest(*run.replicas[0]), trainlab::weightsDigest(*run.replicas[1]));
+        messages[lag] = error;
+    }
+    // The batch named is the one whose loss diverged, whether the host read it at once or a step later.
+    QCOMPARE(messages[1], messages[0]);
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)
