@@ -6,6 +6,7 @@
 #endif
 
 #include "core/distributed.h"
+#include "core/engine.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -23,6 +24,21 @@
 namespace trainlab {
 
 namespace {
+
+// TCPStoreOptions::useLibUV exists from LibTorch 2.2 on; false when there is none to turn off.
+template<typename Options>
+auto turnOffLibuv(Options &options, int) -> decltype(options.useLibUV = false, bool())
+{
+    const bool was = options.useLibUV;
+    options.useLibUV = false;
+    return was;
+}
+
+template<typename Options>
+bool turnOffLibuv(Options &, long)
+{
+    return false;
+}
 
 // 1.13 returns ProcessGroup::Work, 2.x c10d::Work; both have wait().
 template<typename Group>
@@ -134,11 +150,18 @@ std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, b
     options.timeout = timeout;
     c10::intrusive_ptr<c10d::Store> store;
     try {
-        store = c10::make_intrusive<c10d::TCPStore>(host, options);
+        try {
+            store = c10::make_intrusive<c10d::TCPStore>(host, options);
+        } catch (const c10::Error &e) {
+            // LibTorch 2.4+ asks for the libuv store by default, which some builds (Debian's 2.6) lack.
+            if (std::string(e.what()).find("libuv") == std::string::npos || !turnOffLibuv(options, 0))
+                throw;
+            store = c10::make_intrusive<c10d::TCPStore>(host, options);
+        }
     } catch (const std::exception &e) {
         throw std::runtime_error(std::string(isServer ? "cannot host the rendezvous on port " : "cannot reach the rendezvous at ")
                                  + (isServer ? std::to_string(port) : host + ":" + std::to_string(port))
-                                 + ": " + e.what());
+                                 + ": " + errorText(e));
     }
     return std::make_shared<StoreRendezvous>(store, timeout, host, port);
 }

@@ -172,9 +172,12 @@ public:
     void run();
 
 private:
-    void setUp();
+    bool setUp();
+    void prepareLocal();
     void trainEpoch(int epoch, int epochs);
-    double evaluate();
+    double evaluate(int epoch);
+    void fail(const std::string &error);
+    void injectFault(RunOptions::FaultPoint point, long when, const std::string &where);
     void report(const std::function<void(TrainingObserver &)> &call)
     {
         if (m_localRank == 0)
@@ -204,15 +207,55 @@ private:
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
 };
 
-void Replica::setUp()
+void Replica::fail(const std::string &error)
+{
+    m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + error;
+    if (m_rendezvous)
+        m_rendezvous->set("error/" + std::to_string(m_rank), m_failure);
+}
+
+void Replica::injectFault(RunOptions::FaultPoint point, long when, const std::string &where)
+{
+    const RunOptions &o = m_world.options;
+    if (m_rank == o.faultRank && o.faultPoint == point && o.faultStep == when)
+        throw std::runtime_error("injected failure " + where);
+}
+
+// Every rank posts how its local setup went before anyone builds the process group (which waits for
+// all ranks), so a device that fails here fails the run at once instead of after the collective timeout.
+bool Replica::setUp()
+{
+    std::string error;
+    try {
+        prepareLocal();
+    } catch (const std::exception &e) {
+        error = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + errorText(e);
+    }
+    if (m_world.worldSize > 1) {
+        m_rendezvous = m_world.rendezvous->connect();
+        m_rendezvous->set("setup/" + std::to_string(m_rank), error);
+        std::string other;
+        for (int r = 0; r < m_world.worldSize; ++r) {
+            const std::string status = m_rendezvous->get(
+                "setup/" + std::to_string(r), "rank " + std::to_string(r) + " did not finish its setup");
+            if (other.empty() && !status.empty())
+                other = status;
+        }
+        if (error.empty() && !other.empty())
+            error = "stopped because " + other;
+        if (error.empty())
+            m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
+    }
+    m_failure = error;
+    return error.empty();
+}
+
+void Replica::prepareLocal()
 {
     const ExperimentConfig &config = m_world.config;
     at::set_num_threads(m_world.threadsPerReplica);
     setAutocast(m_device, config.precision == "bf16");
-    if (m_world.worldSize > 1) {
-        m_rendezvous = m_world.rendezvous->connect();
-        m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
-    }
+    injectFault(RunOptions::FaultPoint::Setup, 1, "in setup");
     m_model = m_makeModel();
     m_model->to(m_device);
     {
@@ -280,8 +323,6 @@ void Replica::trainEpoch(int epoch, int epochs)
         if (c[kError] > 0) {
             if (m_failure.empty())
                 m_failure = "stopped because " + failedRank();
-            else
-                m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure;
             return false;
         }
         if (!std::isfinite(c[kLossSum])) {
@@ -320,8 +361,7 @@ void Replica::trainEpoch(int epoch, int epochs)
         // A rank that failed waits, gradients zero, for the lagged read that ends every rank's epoch.
         if (m_failure.empty()) {
             try {
-                if (m_rank == m_world.options.faultRank && m_globalStep == m_world.options.faultStep)
-                    throw std::runtime_error("injected failure at step " + std::to_string(m_globalStep));
+                injectFault(RunOptions::FaultPoint::Step, m_globalStep, "at step " + std::to_string(m_globalStep));
                 if (mine > 0) {
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
                     const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
@@ -336,12 +376,10 @@ void Replica::trainEpoch(int epoch, int epochs)
                     control[kSeen] = static_cast<float>(mine);
                 }
             } catch (const std::exception &e) {
-                m_failure = errorText(e);
-                if (m_failure.find("out of memory") != std::string::npos)
-                    m_failure += " (try a smaller batch per device: lower batch_size or add devices)";
-                if (m_rendezvous)
-                    m_rendezvous->set("error/" + std::to_string(m_rank),
-                                      "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + m_failure);
+                std::string error = errorText(e);
+                if (error.find("out of memory") != std::string::npos)
+                    error += " (try a smaller batch per device: lower batch_size or add devices)";
+                fail(error);
                 m_model->zero_grad(false);
             }
         }
@@ -395,7 +433,7 @@ void Replica::trainEpoch(int epoch, int epochs)
     m_epochRate = seen / m_epochSeconds;
 }
 
-double Replica::evaluate()
+double Replica::evaluate(int epoch)
 {
     // BatchNorm statistics differ per replica after training: average them first.
     allreduceMean(m_collective.get(), floatBuffers(*m_model), m_world.worldSize);
@@ -405,17 +443,29 @@ double Replica::evaluate()
     const std::int64_t world = m_world.worldSize;
     const std::int64_t begin = n * m_rank / world, end = n * (m_rank + 1) / world;
     const std::int64_t batch = std::max<std::int64_t>(1, m_world.config.batchSize / world);
-    torch::Tensor counts = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(m_device));
-    for (std::int64_t i = begin; i < end; i += batch) {
-        const std::int64_t stop = std::min(end, i + batch);
-        const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
-        const torch::Tensor y = m_testLabels.slice(0, i, stop);
-        counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat64);
+    // Correct, seen, and an error slot, so a rank that fails here still joins the sum.
+    torch::Tensor counts = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat64).device(m_device));
+    try {
+        injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
+        for (std::int64_t i = begin; i < end; i += batch) {
+            const std::int64_t stop = std::min(end, i + batch);
+            const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
+            const torch::Tensor y = m_testLabels.slice(0, i, stop);
+            counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat64);
+        }
+        counts[1] = static_cast<double>(end - begin);
+    } catch (const std::exception &e) {
+        fail(errorText(e));
+        counts[2] = 1.0;
     }
-    counts[1] = static_cast<double>(end - begin);
     if (m_collective)
         m_collective->allreduceSum(counts);
     const auto c = counts.cpu();
+    if (c[2].item<double>() > 0) {
+        if (m_failure.empty())
+            m_failure = "stopped because " + failedRank();
+        return 0.0;
+    }
     return c[0].item<double>() / c[1].item<double>();
 }
 
@@ -433,17 +483,25 @@ void Replica::run()
     const int epochs = m_world.config.epochs;
     RunResult result;
     try {
-        setUp();
-        for (int epoch = 1; epoch <= epochs; ++epoch) {
+        const bool ready = setUp();
+        for (int epoch = 1; ready && epoch <= epochs; ++epoch) {
             trainEpoch(epoch, epochs);
             if (!m_failure.empty() || m_stopped)
                 break;
-            const double testAcc = evaluate();
+            const double testAcc = evaluate(epoch);
+            if (!m_failure.empty())
+                break;
             EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate};
             result.epochs.push_back(m);
-            if (m_rank == 0 && m_world.record) {
-                m_world.record->appendEpoch(m);
-                saveCheckpoint(m_world.record->checkpointPath(), *m_model, *m_optimizer, epoch, m_world.config.seed);
+            try {
+                injectFault(RunOptions::FaultPoint::EpochEnd, epoch, "at the end of epoch " + std::to_string(epoch));
+                if (m_rank == 0 && m_world.record) {
+                    m_world.record->appendEpoch(m);
+                    saveCheckpoint(m_world.record->checkpointPath(), *m_model, *m_optimizer, epoch, m_world.config.seed);
+                }
+            } catch (const std::exception &e) {
+                // Raised in the next step's all-reduce, so the other ranks stop there instead of waiting in it.
+                fail(errorText(e));
             }
             report([&](TrainingObserver &o) { o.onEpoch(m); });
         }

@@ -25,9 +25,12 @@ struct RunOptions
     // Steps between a step and the host reading its summed stop/error/loss slots. -1: 1 when the world
     // has a CUDA device (no host sync per step), else 0 (a stop takes effect after the current batch).
     int controlLag = -1;
-    // Test hook: this global rank throws inside its training step at this step (0-based, whole run).
+    // Test hook: global rank faultRank throws at faultPoint: in its training step number faultStep
+    // (0-based, whole run), in setup, or in the evaluation or end of epoch faultStep (1-based).
+    enum class FaultPoint { Step, Setup, Evaluate, EpochEnd };
     int faultRank = -1;
     long faultStep = -1;
+    FaultPoint faultPoint = FaultPoint::Step;
 };
 
 // Trains config on its devices, reporting to observer; never throws, the result says how it ended.

@@ -11,6 +11,8 @@
 
 using trainlab::ExperimentConfig;
 
+Q_DECLARE_METATYPE(trainlab::RunOptions::FaultPoint)
+
 namespace {
 
 trainlab::DataBundle syntheticData(std::int64_t train, std::int64_t test)
@@ -37,25 +39,35 @@ torch::nn::Sequential resnet()
     return m;
 }
 
+// What a test changes from an ordinary run.
+struct Knobs
+{
+    const trainlab::StopFlag *stop = nullptr;
+    int controlLag = 0;
+    double learningRate = 0.1;
+    int faultRank = -1;
+    long faultStep = -1;
+    trainlab::RunOptions::FaultPoint faultPoint = trainlab::RunOptions::FaultPoint::Step;
+};
+
 trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()> model, trainlab::DataBundle data,
-                             int epochs, std::int64_t batch, RecordingObserver &observer,
-                             const trainlab::StopFlag *stop = nullptr, int faultRank = -1, long faultStep = -1,
-                             int controlLag = 0, double learningRate = 0.1)
+                             int epochs, std::int64_t batch, RecordingObserver &observer, const Knobs &knobs = {})
 {
     trainlab::EngineSetup setup;
     setup.config.devices = std::vector<std::string>(static_cast<size_t>(replicas), "cpu");
     setup.config.epochs = epochs;
     setup.config.batchSize = batch;
-    setup.config.learningRate = learningRate;
+    setup.config.learningRate = knobs.learningRate;
     setup.config.momentum = 0.9;
     setup.config.collectiveTimeoutSeconds = 30;
     setup.data = std::move(data);
     setup.makeModel = std::move(model);
-    setup.options.faultRank = faultRank;
-    setup.options.faultStep = faultStep;
-    setup.options.controlLag = controlLag;
+    setup.options.faultRank = knobs.faultRank;
+    setup.options.faultStep = knobs.faultStep;
+    setup.options.faultPoint = knobs.faultPoint;
+    setup.options.controlLag = knobs.controlLag;
     static const trainlab::StopFlag never{false};
-    return trainlab::runEngine(std::move(setup), observer, stop ? *stop : never);
+    return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
 
 double maxRelativeDifference(torch::nn::Module &a, torch::nn::Module &b)
@@ -85,6 +97,8 @@ private Q_SLOTS:
     void failureInOneReplica_data();
     void failureInOneReplica();
     void divergingLossFails();
+    void failureOutsideAStep_data();
+    void failureOutsideAStep();
 };
 
 namespace {
@@ -120,7 +134,7 @@ void tst_Engine::replicasMatchOneReplica()
     const auto data = syntheticData(100, 30);
     RecordingObserver one, many;
     auto single = train(1, smallModel, data, 2, batch, one);
-    auto multi = train(replicas, smallModel, data, 2, batch, many, nullptr, -1, -1, lag);
+    auto multi = train(replicas, smallModel, data, 2, batch, many, {nullptr, lag});
     QCOMPARE(toString(single.result.status), "completed");
     QCOMPARE(toString(multi.result.status), "completed");
     QCOMPARE(multi.replicas.size(), size_t(replicas));
@@ -183,7 +197,7 @@ void tst_Engine::stopMidEpoch()
         return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 512), torch::nn::ReLU(),
                                      torch::nn::Linear(512, 10));
     };
-    std::thread worker([&] { run = train(2, slow, data, 20, 8, o, &stop, -1, -1, lag); });
+    std::thread worker([&] { run = train(2, slow, data, 20, 8, o, {&stop, lag}); });
     QTRY_VERIFY_WITH_TIMEOUT(o.batchCount.load() >= 2, 30000);
     QElapsedTimer timer;
     timer.start();
@@ -206,7 +220,7 @@ void tst_Engine::failureInOneReplica()
     RecordingObserver o;
     QElapsedTimer timer;
     timer.start();
-    auto run = train(3, smallModel, data, 2, 24, o, nullptr, 2, 3, lag);
+    auto run = train(3, smallModel, data, 2, 24, o, {nullptr, lag, 0.1, 2, 3});
     QVERIFY(timer.elapsed() < 20000);
     QCOMPARE(toString(run.result.status), "failed");
     QVERIFY2(run.result.error.find("rank 2 (cpu): injected failure at step 3") != std::string::npos,
@@ -221,7 +235,7 @@ void tst_Engine::divergingLossFails()
         RecordingObserver o;
         // No ReLU to go dead: with this step size the logits overflow float on the second batch.
         const auto linear = [] { return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 10)); };
-        auto run = train(2, linear, data, 1, 20, o, nullptr, -1, -1, lag, 1e38);
+        auto run = train(2, linear, data, 1, 20, o, {nullptr, lag, 1e38});
         QCOMPARE(toString(run.result.status), "failed");
         const std::string &error = run.result.error;
         QVERIFY2(error.rfind("the loss became ", 0) == 0 && error.find("try a lower learning_rate") != std::string::npos,
@@ -231,6 +245,47 @@ void tst_Engine::divergingLossFails()
     }
     // The batch named is the one whose loss diverged, whether the host read it at once or a step later.
     QCOMPARE(messages[1], messages[0]);
+}
+
+void tst_Engine::failureOutsideAStep_data()
+{
+    using Point = trainlab::RunOptions::FaultPoint;
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<Point>("point");
+    QTest::addColumn<int>("rank");
+    QTest::addColumn<int>("lag");
+    QTest::addColumn<QString>("error");
+    QTest::addColumn<int>("epochsDone");
+    QTest::newRow("setup, rank 1 of 3") << 3 << Point::Setup << 1 << 0 << "rank 1 (cpu): injected failure in setup" << 0;
+    QTest::newRow("setup, rank 0 of 2") << 2 << Point::Setup << 0 << 0 << "rank 0 (cpu): injected failure in setup" << 0;
+    QTest::newRow("setup, 1 replica") << 1 << Point::Setup << 0 << 0 << "rank 0 (cpu): injected failure in setup" << 0;
+    QTest::newRow("evaluation, rank 1 of 2")
+        << 2 << Point::Evaluate << 1 << 0 << "rank 1 (cpu): injected failure in the evaluation of epoch 1" << 0;
+    QTest::newRow("end of epoch, rank 0 of 2")
+        << 2 << Point::EpochEnd << 0 << 0 << "rank 0 (cpu): injected failure at the end of epoch 1" << 1;
+    QTest::newRow("end of epoch, rank 1 of 3, lagged read")
+        << 3 << Point::EpochEnd << 1 << 1 << "rank 1 (cpu): injected failure at the end of epoch 1" << 1;
+}
+
+// A rank failing where no gradient all-reduce carries its error still fails the whole run at once,
+// well inside the 30 s collective timeout the others would otherwise wait out.
+void tst_Engine::failureOutsideAStep()
+{
+    QFETCH(int, replicas);
+    QFETCH(trainlab::RunOptions::FaultPoint, point);
+    QFETCH(int, rank);
+    QFETCH(int, lag);
+    QFETCH(QString, error);
+    QFETCH(int, epochsDone);
+    const auto data = syntheticData(100, 20);
+    RecordingObserver o;
+    QElapsedTimer timer;
+    timer.start();
+    auto run = train(replicas, smallModel, data, 2, 24, o, {nullptr, lag, 0.1, rank, 1, point});
+    QVERIFY2(timer.elapsed() < 15000, std::to_string(timer.elapsed()).c_str());
+    QCOMPARE(toString(run.result.status), "failed");
+    QVERIFY2(run.result.error.find(error.toStdString()) != std::string::npos, run.result.error.c_str());
+    QCOMPARE(int(run.result.epochs.size()), epochsDone);
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)
