@@ -48,7 +48,23 @@ struct Knobs
     int faultRank = -1;
     long faultStep = -1;
     trainlab::RunOptions::FaultPoint faultPoint = trainlab::RunOptions::FaultPoint::Step;
+    std::string precision = "fp32";
 };
+
+// Counts the dtypes flowing through it, to see autocast at work inside each replica's thread.
+struct DtypeProbeImpl : torch::nn::Module
+{
+    explicit DtypeProbeImpl(std::shared_ptr<std::atomic<int>> bf16, std::shared_ptr<std::atomic<int>> other)
+        : m_bf16(std::move(bf16)), m_other(std::move(other))
+    {}
+    torch::Tensor forward(torch::Tensor x)
+    {
+        ++*(x.scalar_type() == torch::kBFloat16 ? m_bf16 : m_other);
+        return x;
+    }
+    std::shared_ptr<std::atomic<int>> m_bf16, m_other;
+};
+TORCH_MODULE(DtypeProbe);
 
 trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()> model, trainlab::DataBundle data,
                              int epochs, std::int64_t batch, RecordingObserver &observer, const Knobs &knobs = {})
@@ -66,6 +82,7 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     setup.options.faultStep = knobs.faultStep;
     setup.options.faultPoint = knobs.faultPoint;
     setup.options.controlLag = knobs.controlLag;
+    setup.config.precision = knobs.precision;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
@@ -97,6 +114,8 @@ private Q_SLOTS:
     void failureInOneReplica_data();
     void failureInOneReplica();
     void divergingLossFails();
+    void precisionInEveryReplica_data();
+    void precisionInEveryReplica();
     void failureOutsideAStep_data();
     void failureOutsideAStep();
 };
@@ -286,6 +305,38 @@ void tst_Engine::failureOutsideAStep()
     QCOMPARE(toString(run.result.status), "failed");
     QVERIFY2(run.result.error.find(error.toStdString()) != std::string::npos, run.result.error.c_str());
     QCOMPARE(int(run.result.epochs.size()), epochsDone);
+}
+
+void tst_Engine::precisionInEveryReplica_data()
+{
+    QTest::addColumn<QString>("precision");
+    QTest::newRow("fp32") << "fp32";
+    QTest::newRow("bf16") << "bf16";
+}
+
+// Autocast is thread-local: every replica's thread, not only the caller's, must switch it on.
+void tst_Engine::precisionInEveryReplica()
+{
+    QFETCH(QString, precision);
+    auto bf16 = std::make_shared<std::atomic<int>>(0), other = std::make_shared<std::atomic<int>>(0);
+    const auto probed = [&] {
+        return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(784, 32), DtypeProbe(bf16, other),
+                                     torch::nn::ReLU(), torch::nn::Linear(32, 10));
+    };
+    RecordingObserver o;
+    Knobs knobs;
+    knobs.precision = precision.toStdString();
+    auto run = train(3, probed, syntheticData(60, 30), 1, 24, o, knobs);
+    QCOMPARE(toString(run.result.status), "completed");
+    // 3 steps x 3 replicas in training, and one forward per replica's shard in evaluation.
+    if (precision == "bf16") {
+        QCOMPARE(other->load(), 0);
+        QVERIFY2(bf16->load() >= 12, std::to_string(bf16->load()).c_str());
+    } else {
+        QCOMPARE(bf16->load(), 0);
+        QVERIFY2(other->load() >= 12, std::to_string(other->load()).c_str());
+    }
+    QCOMPARE(trainlab::weightsDigest(*run.replicas[0]), trainlab::weightsDigest(*run.replicas[2]));
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)

@@ -117,8 +117,10 @@ void tst_Trainer::summarizeTakesTheFirstBestEpoch()
 
 void tst_Trainer::lossGoesDown()
 {
-    auto c = tiny(3);
+    // lr 0.05 with momentum 0.9 is too bumpy over 12 steps to go down reliably (LibTorch 2.6 went up).
+    auto c = tiny(4);
     c.dataset.trainLimit = 64;
+    c.learningRate = 0.01;
     RecordingObserver o;
     const auto result = run(c, o);
     QCOMPARE(toString(result.status), "completed");
