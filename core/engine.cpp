@@ -125,7 +125,7 @@ PendingControl sendToHost(const torch::Tensor &control, std::int64_t batch)
         return p;
     }
 #endif
-    p.host = control.to(torch::kCPU).contiguous().clone();
+    p.host = control.clone();
     return p;
 }
 
@@ -177,6 +177,7 @@ private:
     void trainEpoch(int epoch, int epochs);
     double evaluate(int epoch);
     void fail(const std::string &error);
+    std::string who() const { return "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): "; }
     void injectFault(RunOptions::FaultPoint point, long when, const std::string &where);
     void report(const std::function<void(TrainingObserver &)> &call)
     {
@@ -209,7 +210,7 @@ private:
 
 void Replica::fail(const std::string &error)
 {
-    m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + error;
+    m_failure = who() + error;
     if (m_rendezvous)
         m_rendezvous->set("error/" + std::to_string(m_rank), m_failure);
 }
@@ -229,7 +230,7 @@ bool Replica::setUp()
     try {
         prepareLocal();
     } catch (const std::exception &e) {
-        error = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + errorText(e);
+        error = who() + errorText(e);
     }
     if (m_world.worldSize > 1) {
         m_rendezvous = m_world.rendezvous->connect();
@@ -506,7 +507,7 @@ void Replica::run()
             report([&](TrainingObserver &o) { o.onEpoch(m); });
         }
     } catch (const std::exception &e) {
-        m_failure = "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): " + errorText(e);
+        m_failure = who() + errorText(e);
     }
     result.status = !m_failure.empty() ? RunStatus::Failed : m_stopped ? RunStatus::Stopped : RunStatus::Completed;
     result.error = m_failure;
