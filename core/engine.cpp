@@ -633,13 +633,11 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
             if (local > 1)
                 world.rendezvous = Rendezvous::inProcess(timeout);
         }
-        world.nccl = true;
+        std::size_t cudaRanks = 0;
         for (const auto &d : world.worldDevices)
-            world.nccl = world.nccl && d.find("cuda:") != std::string::npos;
-        world.nccl = world.nccl && world.worldSize > 1;
-        bool anyCuda = false;
-        for (const auto &d : world.worldDevices)
-            anyCuda = anyCuda || d.find("cuda:") != std::string::npos;
+            cudaRanks += d.find("cuda:") != std::string::npos ? 1 : 0;
+        world.nccl = world.worldSize > 1 && cudaRanks == world.worldDevices.size();
+        const bool anyCuda = cudaRanks > 0;
         // Every rank must read its slots at the same step: decided from the devices of the whole world.
         world.controlLag = world.options.controlLag >= 0 ? world.options.controlLag : anyCuda ? 1 : 0;
         const int threads = config.cpuThreads > 0 ? config.cpuThreads : logicalCores();
