@@ -6,10 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cuda=${CUDA_HOME:-/usr/local/cuda}
-if [ ! -x "$cuda/bin/nvcc" ] || [ ! -f "$cuda/include/nccl.h" ]; then
-  echo "check-cuda-build: SKIPPED: no CUDA toolkit with nvcc and nccl.h in $cuda (set CUDA_HOME)"
+cudart=
+for dir in lib64 lib targets/x86_64-linux/lib; do
+  [ -e "$cuda/$dir/libcudart.so" ] && { cudart=$cuda/$dir/libcudart.so; break; }
+done
+if [ ! -x "$cuda/bin/nvcc" ] || [ ! -f "$cuda/include/nccl.h" ] || [ ! -f "$cuda/include/cuda_runtime.h" ] || [ -z "$cudart" ]; then
+  echo "check-cuda-build: SKIPPED: no CUDA toolkit with nvcc, cuda_runtime.h, nccl.h and libcudart.so in $cuda (set CUDA_HOME)"
   exit 0
 fi
+# FindCUDA takes the toolkit from the first nvcc on PATH; a wrapper in /usr/local/bin would make it look in /usr/local.
+export PATH=$cuda/bin:$PATH
 start=$(date +%s)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=$PWD/.deps/cuda-libtorch
@@ -50,6 +56,7 @@ mkdir -p build-cuda
 # TorchConfig looks for these in <prefix>/lib, after the system paths, where Debian's 1.13 would win.
 cmake -S . -B build-cuda -G Ninja -Wno-dev -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=OFF \
   -DCUDAToolkit_ROOT="$cuda" -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" \
+  -DCUDA_TOOLKIT_ROOT_DIR="$cuda" -DCUDA_INCLUDE_DIRS="$cuda/include" -DCUDA_CUDART_LIBRARY="$cudart" \
   -DTorch_DIR="$lib/cmake/Torch" -DCaffe2_DIR="$lib/cmake/Caffe2" \
   -DTORCH_LIBRARY="$lib/libtorch.so" -Dc10_LIBRARY="$lib/libc10.so" -DC10_CUDA_LIBRARY="$lib/libc10_cuda.so" \
   -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES="$cache/nvtx-shim.cmake" \
