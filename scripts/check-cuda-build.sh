@@ -27,6 +27,12 @@ debs=(
   "libtorch-cuda-2.6 pool/contrib/p/pytorch-cuda/libtorch-cuda-2.6_2.6.0+dfsg-7+b1_amd64.deb fc948a2688581480b96afdbd6b67b822138f38f6d491e4d59e51d89fc5a9e070"
   "libgloo-dev pool/main/g/gloo/libgloo-dev_0.0~git20231202.5354032-3+b2_amd64.deb 5fd43a7c594ffa4baccf00ba797c215d4485ab617058fd04b69980dcbddc7cf2"
 )
+mkdir -p "$cache"
+free_kb=$(df -Pk "$cache" | awk 'NR == 2 {print $4}')
+if [ ! -f "$cache/.complete" ] && [ "$free_kb" -lt $((3 * 1024 * 1024)) ]; then
+  echo "check-cuda-build: SKIPPED: the CUDA LibTorch and its build need about 3 GB; $((free_kb / 1024)) MB free in .deps"
+  exit 0
+fi
 if [ ! -f "$cache/.complete" ]; then
   rm -rf "$root"
   mkdir -p "$root"

@@ -18,6 +18,19 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 packages="g++ cmake ninja-build ccache libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev qt6-base-dev"
 command -v debootstrap >/dev/null || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 mkdir -p .deps
+# The chroot needs mounts; a container without that privilege can't run this check at all.
+probe=$(mktemp -d)
+if ! $sudo mount -t tmpfs none "$probe" 2>/dev/null; then
+  rmdir "$probe"
+  echo "check-torch2-cpu: SKIPPED: this machine refuses mounts (needed for the chroot's /proc and /dev)"
+  exit 0
+fi
+$sudo umount "$probe"; rmdir "$probe"
+free_kb=$(df -Pk .deps | awk 'NR == 2 {print $4}')
+if [ ! -f "$root/.trainlab-ready" ] && [ "$free_kb" -lt $((5 * 1024 * 1024)) ]; then
+  echo "check-torch2-cpu: SKIPPED: the chroot and its build need about 5 GB; $((free_kb / 1024)) MB free in .deps"
+  exit 0
+fi
 if [ ! -f "$root/.trainlab-ready" ]; then
   echo "check-torch2-cpu: creating the trixie chroot in $root"
   $sudo debootstrap --variant=minbase --include=ca-certificates trixie "$root" "$mirror" > .deps/trixie-debootstrap.log 2>&1 \
