@@ -14,8 +14,6 @@ if [ ! -x "$cuda/bin/nvcc" ] || [ ! -f "$cuda/include/nccl.h" ] || [ ! -f "$cuda
   echo "check-cuda-build: SKIPPED: no CUDA toolkit with nvcc, cuda_runtime.h, nccl.h and libcudart.so in $cuda (set CUDA_HOME)"
   exit 0
 fi
-# FindCUDA takes the toolkit from the first nvcc on PATH; a wrapper in /usr/local/bin would make it look in /usr/local.
-export PATH=$cuda/bin:$PATH
 start=$(date +%s)
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 cache=$PWD/.deps/cuda-libtorch
@@ -59,6 +57,7 @@ endif()' > "$cache/nvtx-shim.cmake"
   touch "$cache/.complete"
 fi
 mkdir -p build-cuda
+# FindCUDA would otherwise take its toolkit from the first nvcc on PATH (a wrapper in /usr/local/bin on CI).
 # TorchConfig looks for these in <prefix>/lib, after the system paths, where Debian's 1.13 would win.
 cmake -S . -B build-cuda -G Ninja -Wno-dev -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=OFF \
   -DCUDAToolkit_ROOT="$cuda" -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" \
