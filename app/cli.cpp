@@ -1,7 +1,10 @@
 #include "cliargs.h"
+#include "downloadconsole.h"
 
 #include "core/config.h"
+#include "core/datasetstore.h"
 #include "core/devices.h"
+#include "core/download.h"
 #include "core/report.h"
 #include "core/trainer.h"
 #include "trainlab/version.h"
@@ -72,6 +75,46 @@ public:
     std::string m_devices;
 };
 
+int datasetCommand(const trainlab::CliArgs &args)
+{
+    if (args.subcommand == "where") {
+        const std::string dir = trainlab::managedDatasetDir();
+        std::printf("%s\n", dir.c_str());
+        const std::string hint = trainlab::datasetMissingHint("fashion-mnist");
+        std::printf("%s\n", hint.empty() ? "the four files are there (trainlab-cli dataset verify checks them)"
+                                         : "not downloaded yet: run trainlab-cli dataset download");
+        return 0;
+    }
+    if (args.subcommand == "verify") {
+        const trainlab::DatasetVerification v = trainlab::verifyDataset(args.datasetDir);
+        if (!v.valid) {
+            std::fprintf(stderr, "trainlab-cli: %s: not a usable dataset:\n", args.datasetDir.c_str());
+            for (const auto &p : v.problems)
+                std::fprintf(stderr, "  %s\n", p.c_str());
+            return 1;
+        }
+        std::printf("%s\n", v.message.c_str());
+        return 0;
+    }
+    const std::string dir = args.datasetDir.empty() ? trainlab::managedDatasetDir() : args.datasetDir;
+    trainlab::DownloadOptions options;
+    options.mirrors = args.mirrors;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    trainlab::DownloadConsole console;
+    std::printf("downloading Fashion-MNIST into %s\n", dir.c_str());
+    std::fflush(stdout);
+    const trainlab::DownloadResult r = trainlab::downloadDataset(dir, trainlab::fashionMnistManifest(), console, g_stop, options);
+    console.endLine();
+    if (!r.ok) {
+        std::fprintf(stderr, "trainlab-cli: %s\n", r.error.c_str());
+        return 1;
+    }
+    const trainlab::DatasetVerification v = trainlab::verifyDataset(dir);
+    std::printf("%s\n", v.message.c_str());
+    return v.valid ? 0 : 1;
+}
+
 int printProblems(const std::string &origin, const std::vector<std::string> &problems)
 {
     std::fprintf(stderr, "%s: invalid configuration:\n", origin.c_str());
@@ -107,6 +150,8 @@ int main(int argc, char **argv)
             std::printf("%s\n", name.c_str());
         return 0;
     }
+    if (args.command == "dataset")
+        return datasetCommand(args);
     trainlab::ExperimentConfig config;
     const std::string origin = args.preset.empty() ? args.configPath : "preset " + args.preset;
     try {

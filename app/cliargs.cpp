@@ -38,6 +38,41 @@ double toNumber(const std::string &flag, const std::string &value)
     return x;
 }
 
+template <typename Value>
+void parseDataset(const std::vector<std::string> &args, std::size_t &i, CliArgs &out, Value value)
+{
+    if (i >= args.size())
+        throw std::invalid_argument("dataset: needs a subcommand (download, verify or where)");
+    out.subcommand = args[i++];
+    if (out.subcommand != "download" && out.subcommand != "verify" && out.subcommand != "where")
+        throw std::invalid_argument("dataset: unknown subcommand \"" + out.subcommand
+                                    + "\" (download, verify or where)");
+    while (i < args.size()) {
+        const std::string arg = args[i++];
+        if (arg == "--help" || arg == "-h") {
+            out.command = "help";
+            return;
+        }
+        if (out.subcommand == "download" && arg == "--dir") {
+            out.datasetDir = value(arg);
+            if (out.datasetDir.empty())
+                throw std::invalid_argument("--dir: needs a folder, got \"\"");
+        } else if (out.subcommand == "download" && arg == "--mirror") {
+            out.mirrors.push_back(value(arg));
+            if (out.mirrors.back().empty())
+                throw std::invalid_argument("--mirror: needs a URL, got \"\"");
+        } else if (arg.rfind("--", 0) == 0) {
+            throw std::invalid_argument("dataset " + out.subcommand + ": unknown option \"" + arg + "\"");
+        } else if (out.subcommand == "verify" && out.datasetDir.empty()) {
+            out.datasetDir = arg;
+        } else {
+            throw std::invalid_argument("dataset " + out.subcommand + ": unexpected argument \"" + arg + "\"");
+        }
+    }
+    if (out.subcommand == "verify" && out.datasetDir.empty())
+        throw std::invalid_argument("dataset verify: needs DIR");
+}
+
 } // namespace
 
 const char *cliUsage()
@@ -49,6 +84,10 @@ const char *cliUsage()
            "  validate CONFIG.json             list every problem (exit 2 when invalid)\n"
            "  devices                          what this machine can train on\n"
            "  presets                          the shipped presets\n"
+           "  dataset download [--dir DIR] [--mirror URL]...\n"
+           "                                   fetch Fashion-MNIST (resumable; --mirror replaces the list)\n"
+           "  dataset verify DIR               check the four IDX files, official or custom (exit 1: not usable)\n"
+           "  dataset where                    the managed folder (dataset.path \"fashion-mnist\") and its state\n"
            "  --version, --help\n"
            "\n"
            "run options (override the config):\n"
@@ -57,7 +96,8 @@ const char *cliUsage()
            "multi-node (torchrun's names; MASTER_ADDR / MASTER_PORT when absent):\n"
            "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
            "\n"
-           "exit status: 0 completed, 1 failed or stopped, 2 bad usage or config\n";
+           "exit status: 0 completed, 1 failed or stopped, 2 bad usage or config\n"
+           "  (a config naming \"fashion-mnist\" before `dataset download` is a config error: 2)\n";
 }
 
 CliArgs parseCliArgs(const std::vector<std::string> &args)
@@ -72,7 +112,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             out.command = "help";
         else if (first == "--version")
             out.command = "version";
-        else if (first == "run" || first == "validate" || first == "devices" || first == "presets")
+        else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -81,6 +121,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 throw std::invalid_argument(flag + ": needs a value");
             return args[i++];
         };
+        if (out.command == "dataset") {
+            parseDataset(args, i, out, value);
+            return out;
+        }
         while (i < args.size()) {
             const std::string arg = args[i++];
             if (out.command != "run" && out.command != "validate")

@@ -2,6 +2,7 @@
 
 #include "core/atomicfile.h"
 #include "core/devices.h"
+#include "core/datasetstore.h"
 #include "core/paths.h"
 
 #include <nlohmann/json.hpp>
@@ -163,9 +164,13 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("name", "must not be empty", "\"\"");
     if (dataset.name != "fashion-mnist")
         bad("dataset.name", "must be \"fashion-mnist\"", "\"" + dataset.name + "\"");
+    std::error_code ec;
     if (dataset.path.empty())
-        bad("dataset.path", "must be \"builtin:sample\" or a folder with the four IDX files", "\"\"");
-    else if (dataset.path != "builtin:sample" && !std::filesystem::is_directory(dataset.path))
+        bad("dataset.path", "must be \"builtin:sample\", \"fashion-mnist\" or a folder with the four IDX files", "\"\"");
+    else if (dataset.path == "fashion-mnist") {
+        if (const std::string hint = datasetMissingHint(dataset.path); !hint.empty())
+            bad("dataset.path", hint, "\"" + dataset.path + "\"");
+    } else if (dataset.path != "builtin:sample" && !std::filesystem::is_directory(dataset.path, ec))
         bad("dataset.path", "no such folder", "\"" + dataset.path + "\"");
     if (dataset.trainLimit < 0)
         bad("dataset.train_limit", "must be 0 (all) or more", str(dataset.trainLimit));

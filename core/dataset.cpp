@@ -1,5 +1,6 @@
 #include "core/dataset.h"
 
+#include "core/datasetstore.h"
 #include "core/idx.h"
 
 #include <torch/torch.h>
@@ -33,7 +34,9 @@ Dataset loadPair(const std::string &imagesPath, const std::string &labelsPath, i
 
 DataBundle loadData(const DatasetConfig &config, int numClasses)
 {
-    const std::string folder = config.path == "builtin:sample" ? builtinSampleDir() : config.path;
+    if (const std::string hint = datasetMissingHint(config.path); !hint.empty())
+        throw DataError("dataset.path: " + hint);
+    const std::string folder = resolveDatasetPath(config.path);
     const DatasetFiles files = findDatasetFiles(folder);
     if (!files.missing.empty()) {
         std::string missing;

@@ -3,12 +3,11 @@
 #include "core/devices.h"
 #include "core/distributed.h"
 #include "core/model.h"
+#include "core/precision.h"
 #include "core/runrecord.h"
 
-#include <ATen/autocast_mode.h>
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -72,25 +72,6 @@ struct World
 torch::Device parseDevice(const std::string &id)
 {
     return id == "cpu" ? torch::Device(torch::kCPU) : torch::Device(id);
-}
-
-void setAutocast(const torch::Device &device, bool enabled)
-{
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-    at::autocast::set_autocast_enabled(device.type(), enabled);
-    if (enabled)
-        at::autocast::set_autocast_dtype(device.type(), at::kBFloat16);
-#else
-    if (device.is_cuda()) {
-        at::autocast::set_enabled(enabled);
-        if (enabled)
-            at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-    } else {
-        at::autocast::set_cpu_enabled(enabled);
-        if (enabled)
-            at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    }
-#endif
 }
 
 // One step's summed control slots on their way to the host; from a CUDA device the copy is asynchronous.
@@ -255,7 +236,7 @@ void Replica::prepareLocal()
 {
     const ExperimentConfig &config = m_world.config;
     at::set_num_threads(m_world.threadsPerReplica);
-    setAutocast(m_device, config.precision == "bf16");
+    setThreadPrecision(m_device, config.precision);
     injectFault(RunOptions::FaultPoint::Setup, 1, "in setup");
     m_model = m_makeModel();
     m_model->to(m_device);
@@ -637,6 +618,12 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         for (const auto &d : world.worldDevices)
             cudaRanks += d.find("cuda:") != std::string::npos ? 1 : 0;
         world.nccl = world.worldSize > 1 && cudaRanks == world.worldDevices.size();
+        // NCCL's watchdog tears the whole process (and the window) down on a failed collective by default;
+        // 2 aborts the communicators and fails the work instead. Set before any group exists; the user's wins.
+        if (world.nccl) {
+            ::setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", 0);
+            ::setenv("NCCL_ASYNC_ERROR_HANDLING", "2", 0);
+        }
         const bool anyCuda = cudaRanks > 0;
         // Every rank must read its slots at the same step: decided from the devices of the whole world.
         world.controlLag = world.options.controlLag >= 0 ? world.options.controlLag : anyCuda ? 1 : 0;

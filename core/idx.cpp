@@ -1,5 +1,6 @@
 #include "core/idx.h"
 
+#include "core/datasetstore.h"
 #include "core/paths.h"
 
 #include <zlib.h>
@@ -127,8 +128,9 @@ std::string builtinSampleDir()
 DatasetStatus inspectDataset(const std::string &path)
 {
     DatasetStatus status;
-    const std::string folder = path == "builtin:sample" ? builtinSampleDir() : path;
-    if (!std::filesystem::is_directory(folder)) {
+    const std::string folder = resolveDatasetPath(path);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec)) {
         status.message = "no such folder: " + folder;
         return status;
     }

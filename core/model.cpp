@@ -79,7 +79,8 @@ torch::nn::Sequential makeResNet18(int inChannels, int numClasses)
 void initD2lWeights(torch::nn::Module &model)
 {
     torch::NoGradGuard noGrad;
-    for (auto &module : model.modules(/*include_self=*/true)) {
+    // Only the net's own layers: d2l's Residual is built of LazyConv2d, which init_weights's type test skips.
+    for (auto &module : model.children()) {
         if (auto *conv = module->as<torch::nn::Conv2d>())
             torch::nn::init::normal_(conv->weight, 0.0, 0.01);
         else if (auto *linear = module->as<torch::nn::Linear>())

@@ -8,7 +8,8 @@ namespace trainlab {
 
 // d2l's ResNet-18 for small images: 3x3 stem without max-pool, four stages of two residual blocks.
 torch::nn::Sequential makeResNet18(int inChannels, int numClasses);
-// d2l's init: N(0, 0.01) on the weights of every Conv2d and Linear.
+// The init the chapter's PyTorch program really applies: N(0, 0.01) on the stem conv and fc weights; the
+// residual blocks' convs keep the default (Kaiming-uniform) init, as d2l's lazy layers escape init_weights.
 void initD2lWeights(torch::nn::Module &model);
 std::int64_t parameterCount(const torch::nn::Module &model);
 

@@ -15,7 +15,7 @@ fi
 start=$(date +%s)
 root=$PWD/.deps/trixie-root
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-packages="g++ cmake ninja-build ccache libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev qt6-base-dev"
+packages="g++ cmake ninja-build ccache libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev qt6-base-dev libcurl4-openssl-dev"
 command -v debootstrap >/dev/null || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 mkdir -p .deps
 # The chroot needs mounts; a container without that privilege can't run this check at all.
@@ -48,11 +48,12 @@ for m in proc dev; do
   fi
 done
 $sudo cp /etc/resolv.conf "$root/etc/resolv.conf"
-if [ ! -f "$root/.trainlab-ready" ]; then
+# The marker holds the package list it was made with, so a package added here reaches an existing chroot.
+if [ "$($sudo cat "$root/.trainlab-ready" 2>/dev/null)" != "$packages" ]; then
   $sudo chroot "$root" env DEBIAN_FRONTEND=noninteractive sh -c \
     "apt-get update -qq && apt-get install -y -qq --no-install-recommends $packages" > .deps/trixie-apt.log 2>&1 \
     || { tail -20 .deps/trixie-apt.log; exit 1; }
-  $sudo touch "$root/.trainlab-ready"
+  echo "$packages" | $sudo tee "$root/.trainlab-ready" >/dev/null
 fi
 # The tracked files as they are in the working tree.
 $sudo rm -rf "$root/src"

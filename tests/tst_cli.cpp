@@ -1,3 +1,6 @@
+#include "core/idx.h"
+#include "httpserver.h"
+
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
@@ -12,9 +15,10 @@ struct Outcome
     QString err;
 };
 
-QProcess *start(const QStringList &args)
+QProcess *start(const QStringList &args, const QProcessEnvironment &env = QProcessEnvironment::systemEnvironment())
 {
     auto *p = new QProcess;
+    p->setProcessEnvironment(env);
     p->start(QStringLiteral(TRAINLAB_CLI), args);
     return p;
 }
@@ -35,6 +39,27 @@ Outcome finish(QProcess *p, int timeoutMs = 240000)
 Outcome cli(const QStringList &args)
 {
     return finish(start(args));
+}
+
+// The managed dataset folder (dataset.path "fashion-mnist") moved to dataDir.
+Outcome cliWithData(const QStringList &args, const QString &dataDir)
+{
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("TRAINLAB_DATA_DIR"), dataDir);
+    env.insert(QStringLiteral("no_proxy"), QStringLiteral("127.0.0.1,localhost"));
+    return finish(start(args, env), 60000);
+}
+
+QString sampleDir()
+{
+    return QString::fromStdString(trainlab::builtinSampleDir());
+}
+
+void copySample(const QString &to)
+{
+    QDir().mkpath(to);
+    for (const QString &name : QDir(sampleDir()).entryList(QDir::Files))
+        QFile::copy(sampleDir() + QLatin1Char('/') + name, to + QLatin1Char('/') + name);
 }
 
 QString digest(const QString &out)
@@ -58,6 +83,11 @@ private Q_SLOTS:
     void badUsage_data();
     void badUsage();
     void validate();
+    void datasetVerify_data();
+    void datasetVerify();
+    void datasetWhere();
+    void managedDatasetNotDownloaded();
+    void datasetDownloadFails();
     void quickDemo();
     void missingDevice();
     void signalStopsAndKeepsRun();
@@ -94,6 +124,13 @@ void tst_Cli::badUsage_data()
     QTest::newRow("no config") << QStringList{"run"} << "give either CONFIG.json or --preset NAME";
     QTest::newRow("unknown preset") << QStringList{"run", "--preset", "nope"} << "unknown preset \"nope\"";
     QTest::newRow("node rank") << QStringList{"run", "--preset", "quick-demo", "--nnodes", "2", "--node-rank", "2"} << "--node-rank: must be below --nnodes (2), got 2";
+    QTest::newRow("dataset alone") << QStringList{"dataset"} << "dataset: needs a subcommand (download, verify or where)";
+    QTest::newRow("dataset unknown") << QStringList{"dataset", "fetch"} << "dataset: unknown subcommand \"fetch\"";
+    QTest::newRow("verify without dir") << QStringList{"dataset", "verify"} << "dataset verify: needs DIR";
+    QTest::newRow("verify two dirs") << QStringList{"dataset", "verify", "a", "b"} << "dataset verify: unexpected argument \"b\"";
+    QTest::newRow("mirror without url") << QStringList{"dataset", "download", "--mirror"} << "--mirror: needs a value";
+    QTest::newRow("download unknown flag") << QStringList{"dataset", "download", "--fast"} << "dataset download: unknown option \"--fast\"";
+    QTest::newRow("where with argument") << QStringList{"dataset", "where", "x"} << "dataset where: unexpected argument \"x\"";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
 }
 
@@ -121,6 +158,95 @@ void tst_Cli::validate()
     QCOMPARE(o.exitCode, 2);
     const QString good = writeConfig(QStringLiteral("good.json"), R"({"name": "ok"})");
     QCOMPARE(cli({QStringLiteral("validate"), good}).exitCode, 0);
+}
+
+void tst_Cli::datasetVerify_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("sample") << "sample" << 0 << ": custom IDX data, 2,000 train / 500 test";
+    QTest::newRow("empty folder") << "empty" << 1 << "missing: t10k-labels-idx1-ubyte[.gz]";
+    QTest::newRow("truncated file") << "truncated" << 1 << "train-labels-idx1-ubyte.gz: corrupt gzip data";
+    QTest::newRow("no folder") << "none" << 1 << "no such folder";
+}
+
+void tst_Cli::datasetVerify()
+{
+    QFETCH(QString, kind);
+    QFETCH(int, exitCode);
+    QFETCH(QString, message);
+    QString dir = m_dir.filePath(QStringLiteral("verify-") + kind);
+    if (kind == QLatin1String("sample"))
+        dir = sampleDir();
+    else if (kind == QLatin1String("empty"))
+        QDir().mkpath(dir);
+    if (kind == QLatin1String("truncated")) {
+        copySample(dir);
+        QFile f(dir + QStringLiteral("/train-labels-idx1-ubyte.gz"));
+        QVERIFY(f.resize(f.size() / 2));
+    }
+    const Outcome o = cli({QStringLiteral("dataset"), QStringLiteral("verify"), dir});
+    QVERIFY2(o.exitCode == exitCode, qPrintable(o.out + o.err));
+    QVERIFY2((exitCode == 0 ? o.out : o.err).contains(message), qPrintable(o.out + o.err));
+    if (exitCode == 0)
+        QVERIFY2(o.out.startsWith(dir + QLatin1Char(':')), qPrintable(o.out));
+    else
+        QVERIFY2(o.err.contains(dir + QStringLiteral(": not a usable dataset")), qPrintable(o.err));
+}
+
+void tst_Cli::datasetWhere()
+{
+    const QString managed = m_dir.filePath(QStringLiteral("where-managed"));
+    Outcome o = cliWithData({QStringLiteral("dataset"), QStringLiteral("where")}, managed);
+    QCOMPARE(o.exitCode, 0);
+    QVERIFY2(o.out.startsWith(managed + QLatin1Char('\n')), qPrintable(o.out));
+    QVERIFY2(o.out.contains(QStringLiteral("not downloaded yet: run trainlab-cli dataset download")), qPrintable(o.out));
+    copySample(managed);
+    o = cliWithData({QStringLiteral("dataset"), QStringLiteral("where")}, managed);
+    QCOMPARE(o.exitCode, 0);
+    QVERIFY2(o.out.contains(QStringLiteral("the four files are there")), qPrintable(o.out));
+}
+
+void tst_Cli::managedDatasetNotDownloaded()
+{
+    const QString managed = m_dir.filePath(QStringLiteral("not-downloaded"));
+    QDir().mkpath(managed);
+    const QString config = writeConfig(QStringLiteral("managed.json"), R"({"name": "managed",
+        "dataset": {"path": "fashion-mnist", "train_limit": 20, "test_limit": 10}, "batch_size": 10, "epochs": 1})");
+    for (const char *command : {"run", "validate"}) {
+        QStringList args{QLatin1String(command), config};
+        if (args[0] == QLatin1String("run"))
+            args << QStringLiteral("--runs-dir") << m_dir.filePath(QStringLiteral("managed-runs"));
+        const Outcome o = cliWithData(args, managed);
+        QVERIFY2(o.exitCode == 2, qPrintable(QLatin1String(command) + o.out + o.err));
+        QVERIFY2(o.err.contains(QStringLiteral("not downloaded yet")) && o.err.contains(managed)
+                     && o.err.contains(QStringLiteral("trainlab-cli dataset download")),
+                 qPrintable(o.err));
+        QVERIFY2(!o.out.contains(QStringLiteral("training on")), qPrintable(o.out));
+    }
+    // Nothing was fetched, not even a part.
+    QVERIFY(QDir(managed).entryList(QDir::NoDotAndDotDot | QDir::AllEntries).isEmpty());
+    QVERIFY(!QDir(m_dir.filePath(QStringLiteral("managed-runs"))).exists());
+    copySample(managed);
+    const Outcome o = cliWithData({QStringLiteral("validate"), config}, managed);
+    QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
+}
+
+void tst_Cli::datasetDownloadFails()
+{
+    HttpServer server;
+    const QString target = m_dir.filePath(QStringLiteral("download-target"));
+    const QString mirror = QString::fromStdString(server.url("/none/"));
+    const Outcome o = cliWithData({QStringLiteral("dataset"), QStringLiteral("download"), QStringLiteral("--dir"), target,
+                                   QStringLiteral("--mirror"), mirror}, m_dir.filePath(QStringLiteral("unused")));
+    QVERIFY2(o.exitCode == 1, qPrintable(o.out + o.err));
+    QVERIFY2(o.err.contains(QStringLiteral("train-images-idx3-ubyte.gz from ") + mirror
+                            + QStringLiteral("train-images-idx3-ubyte.gz: HTTP 404")),
+             qPrintable(o.err));
+    QVERIFY2(o.err.contains(QStringLiteral("then run: trainlab-cli dataset verify ") + target), qPrintable(o.err));
+    QCOMPARE(server.requests().size(), std::size_t(1));
+    QVERIFY(!QFile::exists(target + QStringLiteral("/train-images-idx3-ubyte.gz")));
 }
 
 void tst_Cli::quickDemo()

@@ -126,10 +126,23 @@ void tst_Config::validateListsEveryProblem()
 void tst_Config::presets()
 {
     const auto names = trainlab::presetNames();
-    QCOMPARE(names, (std::vector<std::string>{"d2l-1gpu", "d2l-2gpu", "quick-demo"}));
+    QCOMPARE(names, (std::vector<std::string>{"d2l-1gpu", "d2l-2gpu", "d2l-cpu", "quick-demo"}));
     const ExperimentConfig demo = trainlab::loadPreset("quick-demo");
     QVERIFY(demo.validate().empty());
     QCOMPARE(demo.devices, std::vector<std::string>{"cpu"});
+    QCOMPARE(demo.dataset.path, std::string("builtin:sample"));
+    // The chapter's experiment: the full dataset and the chapter's hyper-parameters.
+    for (const char *name : {"d2l-1gpu", "d2l-2gpu", "d2l-cpu"}) {
+        const ExperimentConfig c = trainlab::loadPreset(name);
+        QCOMPARE(c.dataset.path, std::string("fashion-mnist"));
+        QCOMPARE(c.dataset.trainLimit, std::int64_t(0));
+        QCOMPARE(c.momentum, 0.0);
+        QCOMPARE(c.precision, std::string("fp32"));
+    }
+    const ExperimentConfig cpu = trainlab::loadPreset("d2l-cpu");
+    QCOMPARE(cpu.devices, std::vector<std::string>{"cpu"});
+    QCOMPARE(cpu.batchSize, std::int64_t(256));
+    QCOMPARE(cpu.learningRate, 0.1);
     const ExperimentConfig one = trainlab::loadPreset("d2l-1gpu");
     QCOMPARE(one.batchSize, std::int64_t(256));
     QCOMPARE(one.learningRate, 0.1);

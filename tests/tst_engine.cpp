@@ -1,5 +1,6 @@
 #include "core/engine.h"
 #include "core/model.h"
+#include "core/precision.h"
 
 #include "testutil.h"
 
@@ -23,6 +24,20 @@ trainlab::DataBundle syntheticData(std::int64_t train, std::int64_t test)
     d.train.labels = torch::randint(0, 10, {train}, torch::kInt64);
     d.test.images = torch::randint(0, 256, {test, 28, 28}, torch::kInt64).to(torch::kUInt8);
     d.test.labels = torch::randint(0, 10, {test}, torch::kInt64);
+    return d;
+}
+
+// Each class lights its own two rows over noise, so a small model learns it in a few epochs.
+trainlab::DataBundle learnableData(std::int64_t train, std::int64_t test)
+{
+    trainlab::DataBundle d = syntheticData(train, test);
+    for (auto *part : {&d.train, &d.test}) {
+        part->images = part->images.div(4, "floor");
+        for (std::int64_t i = 0; i < part->size(); ++i) {
+            const std::int64_t c = part->labels[i].item<std::int64_t>();
+            part->images[i].slice(0, 2 * c, 2 * c + 2).fill_(255);
+        }
+    }
     return d;
 }
 
@@ -118,6 +133,9 @@ private Q_SLOTS:
     void precisionInEveryReplica();
     void failureOutsideAStep_data();
     void failureOutsideAStep();
+    void bf16FollowsFp32_data();
+    void bf16FollowsFp32();
+    void bf16SeesChangedWeights();
 };
 
 namespace {
@@ -337,6 +355,59 @@ void tst_Engine::precisionInEveryReplica()
         QVERIFY2(other->load() >= 12, std::to_string(other->load()).c_str());
     }
     QCOMPARE(trainlab::weightsDigest(*run.replicas[0]), trainlab::weightsDigest(*run.replicas[2]));
+}
+
+void tst_Engine::bf16FollowsFp32_data()
+{
+    QTest::addColumn<int>("replicas");
+    QTest::newRow("1 replica") << 1;
+    QTest::newRow("2 replicas") << 2;
+}
+
+// bf16 must train the same weights fp32 does: with autocast's weight cache on, every step after the
+// first ran on step 1's weights and the loss stayed near its start while fp32's fell.
+void tst_Engine::bf16FollowsFp32()
+{
+    QFETCH(int, replicas);
+    const auto data = learnableData(400, 100);
+    std::vector<std::vector<trainlab::EpochMetrics>> curves;
+    for (const char *precision : {"fp32", "bf16"}) {
+        RecordingObserver o;
+        Knobs knobs;
+        knobs.precision = precision;
+        knobs.learningRate = 0.05;
+        auto run = train(replicas, smallModel, data, 3, 40, o, knobs);
+        QCOMPARE(toString(run.result.status), "completed");
+        curves.push_back(run.result.epochs);
+    }
+    const auto &fp32 = curves[0], &bf16 = curves[1];
+    QVERIFY2(fp32.back().trainLoss < 0.5 * fp32.front().trainLoss, std::to_string(fp32.back().trainLoss).c_str());
+    for (std::size_t e = 0; e < fp32.size(); ++e) {
+        const std::string what = "epoch " + std::to_string(e + 1) + ": fp32 loss " + std::to_string(fp32[e].trainLoss)
+                                 + ", bf16 loss " + std::to_string(bf16[e].trainLoss);
+        QVERIFY2(std::abs(bf16[e].trainLoss - fp32[e].trainLoss) < 0.1 * fp32[e].trainLoss + 0.02, what.c_str());
+        QVERIFY2(std::abs(bf16[e].testAcc - fp32[e].testAcc) <= 0.05, what.c_str());
+    }
+}
+
+// The thread's bf16 autocast sees an in-place weight update (what optimizer.step() does) at the next forward.
+void tst_Engine::bf16SeesChangedWeights()
+{
+    torch::manual_seed(3);
+    torch::nn::Linear layer(16, 4);
+    const torch::Tensor x = torch::rand({2, 16});
+    trainlab::setThreadPrecision(torch::kCPU, "bf16");
+    const torch::Tensor before = layer->forward(x).to(torch::kFloat32);
+    {
+        torch::NoGradGuard noGrad;
+        layer->weight.add_(1.0);
+    }
+    const torch::Tensor after = layer->forward(x).to(torch::kFloat32);
+    const bool isBf16 = layer->forward(x).scalar_type() == torch::kBFloat16;
+    trainlab::setThreadPrecision(torch::kCPU, "fp32");
+    QVERIFY(isBf16);
+    QVERIFY2((after - before).abs().max().item<double>() > 1.0, "bf16 forward still used the old weights");
+    QCOMPARE(layer->forward(x).scalar_type(), torch::kFloat32);
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)

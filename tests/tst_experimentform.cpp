@@ -1,11 +1,16 @@
 #include "core/config.h"
 #include "core/idx.h"
+#include "core/sha256.h"
 #include "ui/experimentform.h"
+
+#include "httpserver.h"
 
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -30,6 +35,8 @@ private Q_SLOTS:
     void learningRateText();
     void perDeviceBatch();
     void datasetStatus();
+    void downloadDataset_data();
+    void downloadDataset();
 
 private:
     template<typename T>
@@ -218,7 +225,7 @@ void tst_ExperimentForm::datasetStatus()
     ExperimentForm form;
     auto *status = field<QLabel>(form, "datasetStatus");
     QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
-    field<QComboBox>(form, "datasetKind")->setCurrentIndex(1);
+    field<QComboBox>(form, "datasetKind")->setCurrentIndex(2);
     auto *path = field<QLineEdit>(form, "datasetPath");
     path->setText(m_data);
     QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
@@ -232,6 +239,69 @@ void tst_ExperimentForm::datasetStatus()
     QVERIFY(status->text().contains(QLatin1String("no such folder")));
     QVERIFY(form.problems().join('\n').contains(QLatin1String("dataset.path: no such folder")));
     QVERIFY(path->property("invalid").toBool());
+}
+
+void tst_ExperimentForm::downloadDataset_data()
+{
+    QTest::addColumn<bool>("served");
+    QTest::newRow("served") << true;
+    QTest::newRow("404") << false;
+}
+
+// The managed Fashion-MNIST, missing: the form says so, Start waits, and Download… fetches it through the core's
+// downloader (here the sample's four files, from a loopback server) with a progress bar; then the form is valid.
+void tst_ExperimentForm::downloadDataset()
+{
+    QFETCH(bool, served);
+    QTemporaryDir dataHome;
+    qputenv("TRAINLAB_DATA_DIR", dataHome.filePath(QStringLiteral("fashion-mnist")).toUtf8());
+    HttpServer server;
+    trainlab::DatasetManifest manifest;
+    const QDir sample(QString::fromStdString(trainlab::builtinSampleDir()));
+    for (const QString &file : sample.entryList({QStringLiteral("*.gz")}, QDir::Files)) {
+        QFile f(sample.filePath(file));
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        HttpServer::Route route;
+        route.body = bytes.toStdString();
+        route.status = served ? 200 : 404;
+        server.setRoute("/data/" + file.toStdString(), route);
+        manifest.files.push_back({file.toStdString(), static_cast<std::uint64_t>(bytes.size()),
+                                  trainlab::sha256File(sample.filePath(file).toStdString())});
+    }
+    ExperimentForm form;
+    form.setDownloadSource(manifest, {QString::fromStdString(server.url("/data/"))});
+    ExperimentConfig c;
+    c.dataset.path = "fashion-mnist";
+    form.setConfig(c);
+    auto *status = field<QLabel>(form, "datasetStatus");
+    auto *download = field<QPushButton>(form, "downloadDataset");
+    QCOMPARE(field<QComboBox>(form, "datasetKind")->currentIndex(), 1);
+    QVERIFY2(status->text().contains(QLatin1String("not downloaded yet")), qPrintable(status->text()));
+    QVERIFY(!download->isHidden());
+    QVERIFY(!form.isValid());
+    QVERIFY2(form.problems().join('\n').contains(QLatin1String("dataset.path: ")), qPrintable(form.problems().join('\n')));
+
+    QSignalSpy finished(&form, &ExperimentForm::downloadFinished);
+    QTest::mouseClick(download, Qt::LeftButton);
+    QVERIFY(form.isDownloading());
+    QVERIFY(!field<QPushButton>(form, "cancelDownload")->isHidden());
+    QVERIFY(finished.wait(20000));
+    QVERIFY(!form.isDownloading());
+    QCOMPARE(finished.at(0).at(0).toBool(), served);
+    if (served) {
+        QCOMPARE(field<QProgressBar>(form, "downloadProgress")->value(), 1000);
+        QVERIFY2(status->text().startsWith(QLatin1String("2,000 train / 500 test found")), qPrintable(status->text()));
+        QVERIFY(download->isHidden());
+        QVERIFY2(form.isValid(), qPrintable(form.problems().join('\n')));
+        QCOMPARE(form.config().dataset.path, std::string("fashion-mnist"));
+    } else {
+        QVERIFY2(status->text().contains(QLatin1String("download failed")), qPrintable(status->text()));
+        QVERIFY2(status->text().contains(QString::fromStdString(server.url("/data/"))), qPrintable(status->text()));
+        QVERIFY(!download->isHidden());
+        QVERIFY(!form.isValid());
+    }
+    qunsetenv("TRAINLAB_DATA_DIR");
 }
 
 QTEST_MAIN(tst_ExperimentForm)

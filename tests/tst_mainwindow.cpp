@@ -290,7 +290,7 @@ void tst_MainWindow::aFailingRunSaysWhy()
     MainWindow window;
     window.show();
     enterShortExperiment(window, 1, 0);
-    child<QComboBox>(window, "datasetKind")->setCurrentIndex(1);
+    child<QComboBox>(window, "datasetKind")->setCurrentIndex(2);
     retype(child<QLineEdit>(window, "datasetPath"), folder);
     QVERIFY2(window.form()->isValid(), qPrintable(window.form()->problems().join('\n')));
     QSignalSpy ended(&window, &MainWindow::runEnded);
@@ -311,7 +311,7 @@ void tst_MainWindow::saveThenOpenRestoresEveryField()
     MainWindow window;
     window.show();
     retype(child<QLineEdit>(window, "name"), QStringLiteral("saved experiment"));
-    child<QComboBox>(window, "datasetKind")->setCurrentIndex(1);
+    child<QComboBox>(window, "datasetKind")->setCurrentIndex(2);
     retype(child<QLineEdit>(window, "datasetPath"), m_home.path());
     retype(child<QSpinBox>(window, "cpuReplicas"), QStringLiteral("2"));
     retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("48"));
@@ -341,7 +341,7 @@ void tst_MainWindow::saveThenOpenRestoresEveryField()
     QCOMPARE(reopened.currentFile(), path);
     QCOMPARE(reopened.form()->config().toJson(), entered.toJson());
     QCOMPARE(child<QLineEdit>(reopened, "name")->text(), QStringLiteral("saved experiment"));
-    QCOMPARE(child<QComboBox>(reopened, "datasetKind")->currentIndex(), 1);
+    QCOMPARE(child<QComboBox>(reopened, "datasetKind")->currentIndex(), 2);
     QCOMPARE(child<QLineEdit>(reopened, "datasetPath")->text(), m_home.path());
     QCOMPARE(child<QSpinBox>(reopened, "cpuReplicas")->value(), 2);
     QCOMPARE(child<QSpinBox>(reopened, "batchSize")->value(), 48);

@@ -3,6 +3,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -55,8 +57,16 @@ void tst_Model::d2lInit()
     const auto params = net->named_parameters();
     const auto std = params["fc.weight"].std().item<double>();
     QVERIFY2(std > 0.008 && std < 0.012, std::to_string(std).c_str());
-    QVERIFY(params["conv.weight"].abs().max().item<double>() < 0.1);
+    const auto stem = params["conv.weight"].std().item<double>();
+    QVERIFY2(stem > 0.008 && stem < 0.012, std::to_string(stem).c_str());
     QCOMPARE(params["bn.weight"].mean().item<double>(), 1.0);
+    // d2l's Residual convs are lazy: init_weights skips them and they keep Kaiming-uniform, std 1/sqrt(3 fan_in).
+    for (const char *name : {"resnet_block1_0.conv1.weight", "resnet_block2_0.conv3.weight", "resnet_block4_1.conv2.weight"}) {
+        const torch::Tensor w = params[name];
+        const double fanIn = static_cast<double>(w[0].numel());
+        const double expected = 1.0 / std::sqrt(3.0 * fanIn), got = w.std().item<double>();
+        QVERIFY2(std::abs(got - expected) < 0.1 * expected, (std::string(name) + ": std " + std::to_string(got)).c_str());
+    }
 }
 
 void tst_Model::checkpointRoundTrip()

@@ -2,6 +2,7 @@
 
 #include "core/devices.h"
 #include "core/idx.h"
+#include "ui/datasetdownload.h"
 
 #include <QComboBox>
 #include <QFileDialog>
@@ -12,6 +13,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QLocale>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSpinBox>
@@ -28,6 +30,9 @@ namespace {
 
 constexpr int kIdRole = Qt::UserRole;
 const char kBuiltin[] = "builtin:sample";
+const char kManaged[] = "fashion-mnist";
+// The dataset chooser's entries, in order.
+enum DatasetKind { kSampleKind, kManagedKind, kFolderKind };
 
 // The shortest text that reads back as the same double, written as a person would: 1e-4, not 1e-04.
 QString shortest(double value)
@@ -77,6 +82,12 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_datasetPath(lineEdit("datasetPath", tr("folder with the four IDX files")))
     , m_chooseFolder(new QPushButton(tr("Choose folder…")))
     , m_datasetStatus(new QLabel)
+    , m_download(new QPushButton(tr("Download…")))
+    , m_downloadProgress(new QProgressBar)
+    , m_downloadRate(new QLabel)
+    , m_cancelDownload(new QPushButton(tr("Cancel")))
+    , m_downloader(new DatasetDownload(this))
+    , m_manifest(fashionMnistManifest())
     , m_devices(new QListWidget)
     , m_cpuReplicas(spinBox("cpuReplicas", 1, 64))
     , m_batchSize(spinBox("batchSize", INT_MIN, INT_MAX))
@@ -93,7 +104,14 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_problemsLabel(new QLabel)
 {
     m_datasetKind->setObjectName(QStringLiteral("datasetKind"));
-    m_datasetKind->addItems({tr("Built-in sample"), tr("Fashion-MNIST folder")});
+    m_datasetKind->addItems({tr("Built-in sample"), tr("Fashion-MNIST (60,000 / 10,000)"), tr("Fashion-MNIST folder")});
+    m_download->setObjectName(QStringLiteral("downloadDataset"));
+    m_download->setToolTip(tr("Download the official Fashion-MNIST (about 30 MB), checked against its SHA-256 sums"));
+    m_downloadProgress->setObjectName(QStringLiteral("downloadProgress"));
+    m_downloadRate->setObjectName(QStringLiteral("downloadRate"));
+    m_cancelDownload->setObjectName(QStringLiteral("cancelDownload"));
+    for (QWidget *w : std::initializer_list<QWidget *>{m_download, m_downloadProgress, m_downloadRate, m_cancelDownload})
+        w->setVisible(false);
     m_chooseFolder->setObjectName(QStringLiteral("chooseDatasetFolder"));
     m_datasetStatus->setObjectName(QStringLiteral("datasetStatus"));
     m_datasetStatus->setWordWrap(true);
@@ -119,6 +137,12 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     form->addRow(datasetLabel, datasetRow);
     form->addRow(QString(), m_datasetPath);
     form->addRow(QString(), m_datasetStatus);
+    auto *downloadRow = new QHBoxLayout;
+    downloadRow->addWidget(m_download);
+    downloadRow->addWidget(m_downloadProgress, 1);
+    downloadRow->addWidget(m_downloadRate);
+    downloadRow->addWidget(m_cancelDownload);
+    form->addRow(QString(), downloadRow);
     form->addRow(tr("De&vices:"), m_devices);
     form->addRow(tr("CPU replicas:"), m_cpuReplicas);
     auto *batchRow = new QHBoxLayout;
@@ -169,6 +193,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
+    connect(m_download, &QPushButton::clicked, this, &ExperimentForm::startDownload);
+    connect(m_cancelDownload, &QPushButton::clicked, this, &ExperimentForm::cancelDownload);
+    connect(m_downloader, &DatasetDownload::progress, this, &ExperimentForm::onDownloadProgress);
+    connect(m_downloader, &DatasetDownload::finished, this, &ExperimentForm::onDownloadFinished);
 
     setConfig(ExperimentConfig{});
 }
@@ -209,9 +237,9 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_loading = true;
     m_base = config;
     m_name->setText(QString::fromStdString(config.name));
-    const bool builtin = config.dataset.path == kBuiltin;
-    m_datasetKind->setCurrentIndex(builtin ? 0 : 1);
-    m_datasetPath->setText(builtin ? QString() : QString::fromStdString(config.dataset.path));
+    const int kind = config.dataset.path == kBuiltin ? kSampleKind : config.dataset.path == kManaged ? kManagedKind : kFolderKind;
+    m_datasetKind->setCurrentIndex(kind);
+    m_datasetPath->setText(kind == kFolderKind ? QString::fromStdString(config.dataset.path) : QString());
     buildDevices(config.devices);
     m_cpuReplicas->setValue(std::max<int>(1, static_cast<int>(std::count(config.devices.begin(), config.devices.end(),
                                                                           std::string("cpu")))));
@@ -236,7 +264,9 @@ ExperimentConfig ExperimentForm::config() const
 {
     ExperimentConfig c = m_base;
     c.name = m_name->text().toStdString();
-    c.dataset.path = m_datasetKind->currentIndex() == 0 ? std::string(kBuiltin) : m_datasetPath->text().toStdString();
+    const int kind = m_datasetKind->currentIndex();
+    c.dataset.path = kind == kSampleKind ? std::string(kBuiltin) : kind == kManagedKind ? std::string(kManaged)
+                                                                                        : m_datasetPath->text().toStdString();
     c.dataset.trainLimit = m_trainLimit->value();
     c.dataset.testLimit = m_testLimit->value();
     std::vector<std::string> checked;
@@ -304,7 +334,7 @@ QStringList ExperimentForm::problems() const
 {
     QStringList list = unparsedText();
     // The core checks only that the folder exists; the form can say before Start what it lacks.
-    if (m_datasetKind->currentIndex() == 1 && !m_datasetPath->text().isEmpty()) {
+    if (m_datasetKind->currentIndex() == kFolderKind && !m_datasetPath->text().isEmpty()) {
         const DatasetStatus status = inspectDataset(m_datasetPath->text().toStdString());
         if (!status.ok && std::filesystem::is_directory(m_datasetPath->text().toStdString()))
             list << QStringLiteral("dataset.path: %1, got \"%2\"")
@@ -331,16 +361,31 @@ void ExperimentForm::onEdited()
 
 void ExperimentForm::refreshDerived()
 {
-    const bool folder = m_datasetKind->currentIndex() == 1;
+    const int kind = m_datasetKind->currentIndex();
+    const bool folder = kind == kFolderKind;
     m_datasetPath->setVisible(folder);
     m_chooseFolder->setEnabled(folder);
-    const std::string path = folder ? m_datasetPath->text().toStdString() : std::string(kBuiltin);
+    const std::string path = folder ? m_datasetPath->text().toStdString() : kind == kManagedKind ? kManaged : kBuiltin;
+    const bool downloading = m_downloader->isRunning();
+    const bool missing = kind == kManagedKind && !datasetMissingHint(kManaged).empty();
+    m_download->setVisible(kind == kManagedKind && (missing || downloading));
+    m_download->setEnabled(!downloading);
+    for (QWidget *w : std::initializer_list<QWidget *>{m_downloadProgress, m_downloadRate, m_cancelDownload})
+        w->setVisible(downloading);
     if (path.empty()) {
         m_datasetStatus->setText(tr("choose a folder holding train-images-idx3-ubyte(.gz) and the three other files"));
+    } else if (missing) {
+        QString text = downloading ? tr("downloading Fashion-MNIST into %1").arg(QString::fromStdString(managedDatasetDir()))
+                                   : tr("Fashion-MNIST is not downloaded yet: Download… fetches it (about 30 MB) into %1")
+                                         .arg(QString::fromStdString(managedDatasetDir()));
+        if (!m_downloadError.isEmpty() && !downloading)
+            text = tr("download failed: %1").arg(m_downloadError);
+        m_datasetStatus->setText(text);
+        m_datasetStatus->setStyleSheet(m_downloadError.isEmpty() || downloading ? QString() : QStringLiteral("color: #b71c1c;"));
     } else {
         const DatasetStatus status = inspectDataset(path);
         QString text = QString::fromStdString(status.message);
-        if (!folder && status.ok)
+        if (kind == kSampleKind && status.ok)
             text += tr(" (not the official split)");
         m_datasetStatus->setText(text);
         m_datasetStatus->setStyleSheet(status.ok ? QString() : QStringLiteral("color: #b71c1c;"));
@@ -388,6 +433,65 @@ void ExperimentForm::chooseDatasetFolder()
         return;
     m_datasetPath->setText(folder);
     Q_EMIT datasetFolderChosen(folder);
+}
+
+void ExperimentForm::setDownloadSource(const DatasetManifest &manifest, const QStringList &mirrors)
+{
+    m_manifest = manifest;
+    m_mirrors = mirrors;
+}
+
+bool ExperimentForm::isDownloading() const
+{
+    return m_downloader->isRunning();
+}
+
+void ExperimentForm::startDownload()
+{
+    if (m_downloader->isRunning())
+        return;
+    m_downloadError.clear();
+    m_downloadProgress->setRange(0, 0);
+    m_downloadRate->clear();
+    m_downloader->start(QString::fromStdString(managedDatasetDir()), m_manifest, m_mirrors);
+    refreshDerived();
+}
+
+void ExperimentForm::cancelDownload()
+{
+    m_downloader->cancel();
+}
+
+void ExperimentForm::onDownloadProgress(const QString &file, int fileIndex, int fileCount, qint64 bytes, qint64 total,
+                                        double bytesPerSecond)
+{
+    // Percent of the whole set when sizes are known: the manifest gives every file's size.
+    qint64 before = 0, all = 0;
+    for (int i = 0; i < static_cast<int>(m_manifest.files.size()); ++i) {
+        const auto size = static_cast<qint64>(m_manifest.files[static_cast<std::size_t>(i)].size);
+        all += size;
+        if (i < fileIndex - 1)   // fileIndex is 1-based
+            before += size;
+    }
+    if (all > 0) {
+        m_downloadProgress->setRange(0, 1000);
+        m_downloadProgress->setValue(static_cast<int>(std::min<qint64>(1000, 1000 * (before + bytes) / all)));
+    }
+    m_downloadProgress->setFormat(tr("%1 (%2 of %3)").arg(file).arg(fileIndex).arg(fileCount));
+    m_downloadProgress->setTextVisible(true);
+    m_downloadRate->setText(tr("%1 / %2 MB, %3 MB/s")
+                                .arg(static_cast<double>(bytes) / 1e6, 0, 'f', 1)
+                                .arg(static_cast<double>(std::max(total, bytes)) / 1e6, 0, 'f', 1)
+                                .arg(bytesPerSecond / 1e6, 0, 'f', 1));
+}
+
+void ExperimentForm::onDownloadFinished(bool ok, bool cancelled, const QString &error)
+{
+    m_downloadError = ok ? QString() : cancelled ? tr("cancelled; Download… resumes where it stopped") : error;
+    refreshDerived();
+    showProblems();
+    Q_EMIT changed();
+    Q_EMIT downloadFinished(ok, m_downloadError);
 }
 
 } // namespace trainlab

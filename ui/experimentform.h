@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/datasetstore.h"
 
 #include <QMap>
 #include <QStringList>
@@ -10,6 +11,7 @@ class QComboBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
+class QProgressBar;
 class QPushButton;
 class QSpinBox;
 
@@ -32,10 +34,16 @@ public:
     // Fields whose text is not a number: config() still holds their last good value.
     QStringList unparsedText() const;
     void setDatasetStartFolder(const QString &folder) { m_datasetStartFolder = folder; }
+    // Where Download… fetches the managed Fashion-MNIST from; empty mirrors: the manifest's own.
+    void setDownloadSource(const DatasetManifest &manifest, const QStringList &mirrors = {});
+    bool isDownloading() const;
+    void startDownload();
+    void cancelDownload();
 
 Q_SIGNALS:
     void changed();
     void datasetFolderChosen(const QString &folder);
+    void downloadFinished(bool ok, const QString &error);
 
 private:
     void buildDevices(const std::vector<std::string> &configured);
@@ -43,6 +51,9 @@ private:
     void onEdited();
     void refreshDerived();
     void showProblems();
+    void onDownloadProgress(const QString &file, int fileIndex, int fileCount, qint64 bytes, qint64 total,
+                            double bytesPerSecond);
+    void onDownloadFinished(bool ok, bool cancelled, const QString &error);
 
     ExperimentConfig m_base;
     QStringList m_problemsList;
@@ -55,6 +66,14 @@ private:
     QLineEdit *m_datasetPath;
     QPushButton *m_chooseFolder;
     QLabel *m_datasetStatus;
+    QPushButton *m_download;
+    QProgressBar *m_downloadProgress;
+    QLabel *m_downloadRate;
+    QPushButton *m_cancelDownload;
+    class DatasetDownload *m_downloader;
+    DatasetManifest m_manifest;
+    QStringList m_mirrors;
+    QString m_downloadError;
     QListWidget *m_devices;
     QSpinBox *m_cpuReplicas;
     QSpinBox *m_batchSize;
