@@ -1,26 +1,32 @@
 #include "cliargs.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 namespace trainlab {
 
 namespace {
 
-long long toInteger(const std::string &flag, const std::string &value, long long min)
+constexpr long long kIntMax = std::numeric_limits<int>::max();
+constexpr long long kLongLongMax = std::numeric_limits<long long>::max();
+
+// Read in 64 bits and range-checked, so that a value beyond the destination type is refused, not wrapped.
+long long toInteger(const std::string &flag, const std::string &value, long long min, long long max)
 {
-    std::size_t used = 0;
-    long long n = 0;
-    try {
-        n = std::stoll(value, &used);
-    } catch (const std::exception &) {
-        used = 0;
-    }
-    if (used != value.size() || value.empty())
+    const char *begin = value.c_str();
+    char *end = nullptr;
+    errno = 0;
+    const long long n = value.empty() || std::isspace(static_cast<unsigned char>(value[0]))
+                            ? 0 : std::strtoll(begin, &end, 10);
+    if (!end || end == begin || end != begin + value.size())
         throw std::invalid_argument(flag + ": must be an integer, got \"" + value + "\"");
-    if (n < min)
-        throw std::invalid_argument(flag + ": must be at least " + std::to_string(min) + ", got " + value);
+    if (errno == ERANGE || n < min || n > max)
+        throw std::invalid_argument(flag + ": must be an integer from " + std::to_string(min) + " to "
+                                    + std::to_string(max) + ", got \"" + value + "\"");
     return n;
 }
 
@@ -140,13 +146,13 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             } else if (arg == "--preset") {
                 out.preset = value(arg);
             } else if (arg == "--epochs") {
-                out.epochs = static_cast<int>(toInteger(arg, value(arg), 1));
+                out.epochs = static_cast<int>(toInteger(arg, value(arg), 1, kIntMax));
             } else if (arg == "--train-limit") {
-                out.trainLimit = toInteger(arg, value(arg), 0);
+                out.trainLimit = toInteger(arg, value(arg), 0, kLongLongMax);
             } else if (arg == "--test-limit") {
-                out.testLimit = toInteger(arg, value(arg), 0);
+                out.testLimit = toInteger(arg, value(arg), 0, kLongLongMax);
             } else if (arg == "--batch-size") {
-                out.batchSize = toInteger(arg, value(arg), 1);
+                out.batchSize = toInteger(arg, value(arg), 1, kLongLongMax);
             } else if (arg == "--lr") {
                 out.learningRate = toNumber(arg, value(arg));
             } else if (arg == "--devices") {
@@ -166,13 +172,13 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             } else if (arg == "--runs-dir") {
                 out.runsDir = value(arg);
             } else if (arg == "--nnodes") {
-                out.nnodes = static_cast<int>(toInteger(arg, value(arg), 1));
+                out.nnodes = static_cast<int>(toInteger(arg, value(arg), 1, kIntMax));
             } else if (arg == "--node-rank") {
-                out.nodeRank = static_cast<int>(toInteger(arg, value(arg), 0));
+                out.nodeRank = static_cast<int>(toInteger(arg, value(arg), 0, kIntMax));
             } else if (arg == "--master-addr") {
                 out.masterAddr = value(arg);
             } else if (arg == "--master-port") {
-                out.masterPort = static_cast<int>(toInteger(arg, value(arg), 1));
+                out.masterPort = static_cast<int>(toInteger(arg, value(arg), 1, 65535));
             } else {
                 throw std::invalid_argument("unknown option \"" + arg + "\"");
             }
@@ -188,10 +194,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             }
             if (out.masterPort == 0) {
                 const char *env = std::getenv("MASTER_PORT");
-                out.masterPort = env && *env ? static_cast<int>(toInteger("MASTER_PORT", env, 1)) : 29500;
+                out.masterPort = env && *env ? static_cast<int>(toInteger("MASTER_PORT", env, 1, 65535)) : 29500;
             }
-            if (out.masterPort > 65535)
-                throw std::invalid_argument("--master-port: must be at most 65535, got " + std::to_string(out.masterPort));
             if (out.nodeRank >= out.nnodes)
                 throw std::invalid_argument("--node-rank: must be below --nnodes (" + std::to_string(out.nnodes)
                                             + "), got " + std::to_string(out.nodeRank));

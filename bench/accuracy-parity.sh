@@ -4,12 +4,16 @@
 # epoch) and whether TrainLab's mean final test acc clears the bar (>= the reference's min, or its mean - 0.02).
 #   bash bench/accuracy-parity.sh DATA_DIR      (a folder with the four IDX files; bench/make-full-data.py makes one)
 # Knobs (environment): TRAIN=8192 TEST=2048 EPOCHS=3 BATCH=256 LR=0.1 SEEDS="0 1 2" THREADS=$(nproc) BUILD=build
+#   PROGRAMS="trainlab reference" (run only one; the table reads what OUT_DIR holds)  OUT_DIR=a fresh temporary folder
+#   SAME_START=1: also run the reference from TrainLab's initial weights and data order for the first seed, and
+#   compare the two runs epoch by epoch (they should agree to rounding: the same program in two languages)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 data=${1:?usage: bench/accuracy-parity.sh DATA_DIR}
 data=$(cd "$data" && pwd)
 TRAIN=${TRAIN:-8192} TEST=${TEST:-2048} EPOCHS=${EPOCHS:-3} BATCH=${BATCH:-256} LR=${LR:-0.1}
-SEEDS=${SEEDS:-0 1 2} THREADS=${THREADS:-$(nproc)} BUILD=${BUILD:-build}
+SEEDS=${SEEDS:-0 1 2} THREADS=${THREADS:-$(nproc)} BUILD=${BUILD:-build} PROGRAMS=${PROGRAMS:-trainlab reference}
+SAME_START=${SAME_START:-1}
 cli=$BUILD/app/trainlab-cli
 [ -x "$cli" ] || { echo "no $cli: build first (bash scripts/test.sh or cmake --build $BUILD)"; exit 2; }
 python=${PYTHON:-python3}
@@ -26,13 +30,25 @@ for seed in $SEEDS; do
  "batch_size": $BATCH, "learning_rate": $LR, "epochs": $EPOCHS, "momentum": 0.0, "weight_decay": 0.0,
  "seed": $seed, "precision": "fp32", "cpu_threads": $THREADS}
 JSON
-  echo "== TrainLab, seed $seed"
-  "$cli" run "$out/config-$seed.json" --runs-dir "$out/runs-$seed" | grep -E '^(epoch|test acc)' || echo "TrainLab seed $seed failed"
-  echo "== reference, seed $seed"
-  "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
-    --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$seed" --json "$out/reference-$seed.json" \
-    || echo "reference seed $seed failed"
+  if [[ " $PROGRAMS " == *" trainlab "* ]]; then
+    echo "== TrainLab, seed $seed"
+    rm -rf "$out/runs-$seed"
+    "$cli" run "$out/config-$seed.json" --runs-dir "$out/runs-$seed" | grep -E '^(epoch|test acc)' || echo "TrainLab seed $seed failed"
+  fi
+  if [[ " $PROGRAMS " == *" reference "* ]]; then
+    echo "== reference, seed $seed"
+    "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
+      --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$seed" --json "$out/reference-$seed.json" \
+      || echo "reference seed $seed failed"
+  fi
 done
+first=${SEEDS%% *}
+if [ "$SAME_START" = 1 ] && [[ " $PROGRAMS " == *" reference "* ]]; then
+  echo "== reference from TrainLab's start, seed $first"
+  "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
+    --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$first" --same-start-as-trainlab \
+    --json "$out/same-$first.json" || echo "same-start reference failed"
+fi
 "$python" - "$out" $SEEDS <<'PY'
 import csv, glob, json, statistics, sys
 out, seeds = sys.argv[1], sys.argv[2:]
@@ -54,6 +70,16 @@ for name, cs in curves.items():
         v = [c[e] for c in cs if len(c) > e]
         cells.append(f"{statistics.mean(v):.3f} ({min(v):.3f}-{max(v):.3f})" if v else "-")
     print(f"| {name} | " + " | ".join(cells) + " | " + ", ".join(f"{c[-1]:.3f}" if c else "failed" for c in cs) + " |")
+try:
+    same = json.load(open(f"{out}/same-{seeds[0]}.json"))["epochs"]
+    rows = glob.glob(f"{out}/runs-{seeds[0]}/*/metrics.csv")
+    mine = list(csv.DictReader(open(rows[0]))) if rows else []
+    print(f"\nsame start (seed {seeds[0]}): TrainLab vs the reference from TrainLab's initial weights and data order")
+    for m, r in zip(mine, same):
+        print(f"  epoch {m['epoch']}: train loss {float(m['train_loss']):.4f} vs {r['train_loss']:.4f}, "
+              f"test acc {float(m['test_acc']):.4f} vs {r['test_acc']:.4f}")
+except OSError:
+    pass
 finals = {n: [c[-1] for c in cs if len(c) == epochs] for n, cs in curves.items()}
 if len(finals["TrainLab"]) != len(seeds) or len(finals["reference"]) != len(seeds):
     print("parity: INCOMPLETE (a run failed)"); sys.exit(1)

@@ -28,12 +28,12 @@ for name, n in (("train", 60000), ("t10k", 10000)):
         f.write(struct.pack(">II", 2049, n)); f.write(bytes(rng.randrange(10) for _ in range(n)))
 PY
 for precision in fp32 bf16; do
-  sed -e "s|\"builtin:sample\"|\"$data\"|" -e "s|\"fp32\"|\"$precision\"|" resources/presets/d2l-1gpu.json > "$out/1gpu-$precision.json"
+  sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" -e "s|\"fp32\"|\"$precision\"|" resources/presets/d2l-1gpu.json > "$out/1gpu-$precision.json"
   echo "== d2l-1gpu $precision"
   $cli run "$out/1gpu-$precision.json" --epochs 2 --runs-dir "$out/runs" | grep -E "epoch|test acc:|failed"
 done
 if [ "$($cli devices | grep -c '^cuda:')" -ge 2 ]; then
-  sed -e "s|\"builtin:sample\"|\"$data\"|" resources/presets/d2l-2gpu.json > "$out/2gpu.json"
+  sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" resources/presets/d2l-2gpu.json > "$out/2gpu.json"
   echo "== d2l-2gpu fp32"
   $cli run "$out/2gpu.json" --epochs 2 --runs-dir "$out/runs" | grep -E "epoch|test acc:|failed"
 fi

@@ -58,6 +58,57 @@ def resnet18(num_classes, in_channels=1):
     return net
 
 
+class MT19937_64:
+    """std::mt19937_64, as TrainLab's epochPermutation draws from it."""
+    def __init__(self, seed):
+        self.mt, self.i, mask = [0] * 312, 312, (1 << 64) - 1
+        self.mt[0] = seed & mask
+        for k in range(1, 312):
+            self.mt[k] = (6364136223846793005 * (self.mt[k - 1] ^ (self.mt[k - 1] >> 62)) + k) & mask
+
+    def __call__(self):
+        mt, mask = self.mt, (1 << 64) - 1
+        if self.i >= 312:
+            for k in range(312):
+                y = (mt[k] & 0xFFFFFFFF80000000) | (mt[(k + 1) % 312] & 0x7FFFFFFF)
+                mt[k] = mt[(k + 156) % 312] ^ (y >> 1) ^ (0xB5026F5AA96619E9 if y & 1 else 0)
+            self.i = 0
+        y = mt[self.i]
+        self.i += 1
+        y ^= (y >> 29) & 0x5555555555555555
+        y ^= (y << 17) & 0x71D67FFFEDA60000
+        y ^= (y << 37) & 0xFFF7EEE000000000
+        y ^= y >> 43
+        return y & mask
+
+
+def trainlab_order(n, seed, epoch):
+    """TrainLab's epochPermutation(n, seed, epoch): Fisher-Yates over mt19937_64."""
+    order = list(range(n))
+    rng = MT19937_64((seed * 0x9E3779B97F4A7C15 + epoch + 1) & ((1 << 64) - 1))
+    for i in range(n - 1, 0, -1):
+        j = rng() % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return torch.tensor(order)
+
+
+def trainlab_start(net, num_classes, in_channels=1):
+    """The weights TrainLab starts from for torch.manual_seed(seed): its layers drawn in its construction order
+    (stem conv, each residual's conv1, conv2, conv3, then fc), then N(0, 0.01) on the stem conv and fc."""
+    convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]   # module order: stem, then per residual 1, 2, 3
+    fc = net.fc[1]
+    fresh = [nn.Conv2d(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding) for c in convs]
+    fresh_fc = nn.Linear(fc.in_features, fc.out_features)
+    nn.init.normal_(fresh[0].weight, std=0.01)
+    nn.init.normal_(fresh_fc.weight, std=0.01)
+    with torch.no_grad():
+        for c, f in zip(convs, fresh):
+            c.weight.copy_(f.weight)
+            c.bias.copy_(f.bias)
+        fc.weight.copy_(fresh_fc.weight)
+        fc.bias.copy_(fresh_fc.bias)
+
+
 def read_idx(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
@@ -130,7 +181,13 @@ def main():
     p.add_argument("--json")
     p.add_argument("--init", choices=["d2l", "all-normal"], default="d2l",
                    help="all-normal: N(0, 0.01) on every conv too, as TrainLab did before 0.2 (for comparison)")
+    p.add_argument("--same-start-as-trainlab", action="store_true",
+                   help="TrainLab's initial weights and data order for --seed, so the two runs can be compared step by step")
+    p.add_argument("--trainlab-init", action="store_true", help="only TrainLab's initial weights for --seed")
+    p.add_argument("--trainlab-order", action="store_true", help="only TrainLab's shuffle for --seed")
     a = p.parse_args()
+    a.trainlab_init = a.trainlab_init or a.same_start_as_trainlab
+    a.trainlab_order = a.trainlab_order or a.same_start_as_trainlab
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     device = torch.device(a.device)
@@ -141,9 +198,14 @@ def main():
     def init_weights(module):
         if type(module) in [nn.Linear, nn.Conv2d]:
             nn.init.normal_(module.weight, std=0.01)
-    if a.init == "all-normal":
-        net(Xtr[:2])   # materialises the lazy layers, so init_weights's type test sees every Conv2d
-    net.apply(init_weights)
+    if a.init == "all-normal" or a.trainlab_init:
+        with torch.no_grad():
+            net.eval()(Xtr[:2])   # materialises the lazy layers (eval: the BatchNorm statistics stay as they are)
+    if a.trainlab_init:
+        torch.manual_seed(a.seed)
+        trainlab_start(net, 10)
+    else:
+        net.apply(init_weights)
     net = net.to(device)
     trainer = torch.optim.SGD(net.parameters(), a.lr)
     loss = nn.CrossEntropyLoss()
@@ -152,7 +214,8 @@ def main():
     for epoch in range(a.epochs):
         net.train()
         start = time.perf_counter()
-        order = torch.randperm(len(ytr), generator=gen)
+        order = trainlab_order(len(ytr), a.seed, epoch + 1) if a.trainlab_order \
+            else torch.randperm(len(ytr), generator=gen)
         lsum = correct = 0.0
         for i in range(0, len(ytr), a.batch):
             idx = order[i:i + a.batch]

@@ -56,8 +56,9 @@ struct ExperimentConfig
     std::vector<std::string> validate() const;
 
     std::string toJson() const;
-    // Throws ConfigError listing every structural problem (unknown key, wrong type).
+    // Throws ConfigError listing every structural problem (unknown or repeated key, wrong type, nesting over 64 levels, a number its field cannot hold).
     static ExperimentConfig fromJson(const std::string &text, const std::string &origin = "config");
+    // Only a regular file of at most 1 MB, checked before it is opened.
     static ExperimentConfig load(const std::string &path);
     // Atomic: written to a temporary file, then renamed.
     void save(const std::string &path) const;

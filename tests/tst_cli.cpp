@@ -132,6 +132,13 @@ void tst_Cli::badUsage_data()
     QTest::newRow("download unknown flag") << QStringList{"dataset", "download", "--fast"} << "dataset download: unknown option \"--fast\"";
     QTest::newRow("where with argument") << QStringList{"dataset", "where", "x"} << "dataset where: unexpected argument \"x\"";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
+    QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
+    QTest::newRow("limit beyond int64") << QStringList{"run", "--preset", "quick-demo", "--train-limit", "9223372036854775808"} << "--train-limit: must be an integer from 0 to 9223372036854775807, got \"9223372036854775808\"";
+    // "--lr 0" makes the config invalid, so that a flag the parser wrongly accepts cannot start a run.
+    QTest::newRow("node rank beyond int") << QStringList{"run", "--preset", "quick-demo", "--node-rank", "4294967296", "--lr", "0"} << "--node-rank: must be an integer from 0 to 2147483647, got \"4294967296\"";
+    QTest::newRow("nnodes beyond int") << QStringList{"run", "--preset", "quick-demo", "--nnodes", "4294967297", "--lr", "0"} << "--nnodes: must be an integer from 1 to 2147483647, got \"4294967297\"";
+    QTest::newRow("port beyond int") << QStringList{"run", "--preset", "quick-demo", "--master-port", "4294967297", "--lr", "0"} << "--master-port: must be an integer from 1 to 65535, got \"4294967297\"";
+    QTest::newRow("port above 65535") << QStringList{"run", "--preset", "quick-demo", "--master-port", "65536"} << "--master-port: must be an integer from 1 to 65535, got \"65536\"";
 }
 
 void tst_Cli::badUsage()

@@ -3,6 +3,8 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <sys/stat.h>
+
 using trainlab::ConfigError;
 using trainlab::ExperimentConfig;
 
@@ -16,8 +18,11 @@ private Q_SLOTS:
     void invalid_data();
     void invalid();
     void validateListsEveryProblem();
+    void largestSeedRoundTrips();
     void presets();
     void unreadableFile();
+    void notAConfigFile_data();
+    void notAConfigFile();
 };
 
 void tst_Config::roundTrip()
@@ -86,7 +91,36 @@ void tst_Config::invalid_data()
     QTest::newRow("batch below devices") << R"({"devices": ["cpu", "cpu", "cpu"], "batch_size": 2})" << "batch_size: must be at least the number of devices (3), got 2";
     QTest::newRow("not json") << R"({"batch_size": )" << "not valid JSON";
     QTest::newRow("not object") << R"([1, 2])" << "must be a JSON object, got an array";
-    QTest::newRow("negative seed") << R"({"seed": -1})" << "seed: must be 0 or more, got -1";
+    QTest::newRow("negative seed") << R"({"seed": -1})" << "seed: must be an integer from 0 to 9223372036854775807, got -1";
+    QTest::newRow("negative float seed") << R"({"seed": -1.0})" << "seed: must be an integer from 0 to 9223372036854775807, got -1.0";
+    QTest::newRow("fraction seed") << R"({"seed": 1.5})" << "seed: must be an integer, got a number 1.5";
+    QTest::newRow("huge seed") << R"({"seed": 1e30})" << "seed: must be an integer from 0 to 9223372036854775807, got 1e30";
+    QTest::newRow("seed above int64") << R"({"seed": 9223372036854775808})" << "seed: must be at most 9223372036854775807, got 9223372036854775808";
+    QTest::newRow("lr beyond double") << R"({"learning_rate": 1e400})" << "learning_rate: number out of range (beyond ±1.8e308), got 1e400";
+    QTest::newRow("limit beyond double") << R"({"dataset": {"test_limit": -1e400}})" << "dataset.test_limit: number out of range (beyond ±1.8e308), got -1e400";
+    const QString hugeLiteral = QStringLiteral("1") + QString(400, QLatin1Char('0'));
+    QTest::newRow("long literal cut") << R"({"momentum": )" + hugeLiteral + "}" << "momentum: number out of range (beyond ±1.8e308), got " + hugeLiteral.left(80) + "…";
+    QTest::newRow("deep arrays") << R"({"name": )" + QString(100000, QLatin1Char('[')) + QString(100000, QLatin1Char(']')) + "}" << "nested deeper than 64 levels";
+    QTest::newRow("deep objects") << QString(R"({"a": )").repeated(64) + "{}" + QString(64, QLatin1Char('}')) << "nested deeper than 64 levels";
+    QTest::newRow("64 levels") << QString(R"({"a": )").repeated(63) + "{}" + QString(63, QLatin1Char('}')) << "a: unknown key";
+    const QString longText(1000, QLatin1Char('x'));
+    QTest::newRow("long string cut") << R"({"precision": ")" + longText + "\"}" << "precision: must be \"fp32\" or \"bf16\", got \"" + longText.left(80) + "…\"";
+    QTest::newRow("long key cut") << "{\"" + longText + "\": 1}" << longText.left(80) + "…: unknown key";
+    const QString longArray = "[" + QStringLiteral("1,").repeated(999) + "1]";
+    QTest::newRow("long array cut") << R"({"name": )" + longArray + "}" << "name: must be a string, got an array " + longArray.left(80) + "…";
+    QTest::newRow("epochs beyond int") << R"({"epochs": 4294967297})" << "epochs: must be an integer from 1 to 100000, got 4294967297";
+    QTest::newRow("epochs float beyond int") << R"({"epochs": 3e9})" << "epochs: must be an integer from 1 to 100000, got 3e9";
+    QTest::newRow("schema beyond int") << R"({"schema_version": 4294967297})" << "schema_version: must be 1, got 4294967297";
+    QTest::newRow("threads beyond int") << R"({"cpu_threads": 4294967296})" << "cpu_threads: must be an integer from 0 to 1024, got 4294967296";
+    QTest::newRow("timeout beyond int") << R"({"collective_timeout_s": 4294967596})" << "collective_timeout_s: must be an integer from 1 to 86400, got 4294967596";
+    QTest::newRow("classes beyond int") << R"({"model": {"num_classes": 4294967306}})" << "model.num_classes: must be an integer from 2 to 100000, got 4294967306";
+    QTest::newRow("channels beyond int") << R"({"model": {"in_channels": 4294967297}})" << "model.in_channels: must be an integer from 1 to 64, got 4294967297";
+    QTest::newRow("batch beyond int64") << R"({"batch_size": 9223372036854775808})" << "batch_size: must be an integer from 1 to 1000000, got 9223372036854775808";
+    QTest::newRow("limit float beyond int64") << R"({"dataset": {"train_limit": 1e19}})" << "dataset.train_limit: must be an integer from 0 to 9223372036854775807, got 1e19";
+    QTest::newRow("limit beyond int64") << R"({"dataset": {"test_limit": 18446744073709551615}})" << "dataset.test_limit: must be an integer from 0 to 9223372036854775807, got 18446744073709551615";
+    QTest::newRow("batch huge") << R"({"batch_size": 9223372036854775807})" << "batch_size: must be at most 1000000, got 9223372036854775807";
+    QTest::newRow("duplicate key") << R"({"epochs": 5, "epochs": 6})" << "epochs: duplicate key";
+    QTest::newRow("duplicate nested key") << R"({"dataset": {"path": "builtin:sample", "path": "/"}})" << "dataset.path: duplicate key";
 }
 
 void tst_Config::invalid()
@@ -104,6 +138,8 @@ void tst_Config::invalid()
         QVERIFY2(all.rfind("test.json: ", 0) == 0, all.c_str());
     }
     QVERIFY2(all.find(message.toStdString()) != std::string::npos, all.c_str());
+    // No value is echoed whole, however long.
+    QVERIFY2(all.size() < 400, all.c_str());
 }
 
 void tst_Config::validateListsEveryProblem()
@@ -121,6 +157,16 @@ void tst_Config::validateListsEveryProblem()
     } catch (const ConfigError &e) {
         QCOMPARE(e.problems().size(), size_t(2));
     }
+}
+
+void tst_Config::largestSeedRoundTrips()
+{
+    ExperimentConfig c;
+    c.seed = 9223372036854775807ULL;
+    QVERIFY(c.validate().empty());
+    const ExperimentConfig back = ExperimentConfig::fromJson(c.toJson());
+    QCOMPARE(back.seed, c.seed);
+    QVERIFY(back == c);
 }
 
 void tst_Config::presets()
@@ -161,6 +207,46 @@ void tst_Config::unreadableFile()
         QFAIL("expected ConfigError");
     } catch (const ConfigError &e) {
         QVERIFY(std::string(e.what()).find("/no/such/config.json") != std::string::npos);
+    }
+}
+
+void tst_Config::notAConfigFile_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("directory") << "directory" << "is a directory, not a config file";
+    QTest::newRow("fifo") << "fifo" << "not a regular file";
+    QTest::newRow("device") << "/dev/zero" << "not a regular file";
+    QTest::newRow("over 1 MB") << "big" << "is larger than 1 MB";
+    QTest::newRow("1 MB exactly") << "limit" << "";
+}
+
+void tst_Config::notAConfigFile()
+{
+    QFETCH(QString, kind);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    const bool existing = kind.startsWith(QLatin1Char('/'));
+    const std::string path = existing ? kind.toStdString() : dir.filePath(kind).toStdString();
+    if (kind == QLatin1String("directory")) {
+        QVERIFY(QDir().mkdir(dir.filePath(kind)));
+    } else if (kind == QLatin1String("fifo")) {
+        QCOMPARE(::mkfifo(path.c_str(), 0600), 0);
+    } else if (!existing) {
+        // Valid JSON padded with spaces to the limit, or one byte past it.
+        QFile f(dir.filePath(kind));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        const qint64 size = (1 << 20) + (kind == QLatin1String("big") ? 1 : 0);
+        QVERIFY(f.write("{}" + QByteArray(size - 2, ' ')) == size);
+    }
+    try {
+        ExperimentConfig::load(path);
+        QVERIFY2(message.isEmpty(), "expected ConfigError");
+    } catch (const ConfigError &e) {
+        const std::string what = e.what();
+        QVERIFY2(!message.isEmpty(), what.c_str());
+        QVERIFY2(what.rfind(path + ": ", 0) == 0, what.c_str());
+        QVERIFY2(what.find(message.toStdString()) != std::string::npos, what.c_str());
     }
 }
 
