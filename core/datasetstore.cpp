@@ -12,14 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string grouped(std::int64_t n)
-{
-    std::string s = std::to_string(n);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-        s.insert(static_cast<std::size_t>(i), ",");
-    return s;
-}
-
 // Images and labels of one split; adds a problem naming the file for each thing wrong, returns the image count.
 std::int64_t checkSplit(const std::string &imagesPath, const std::string &labelsPath, std::vector<std::string> &problems)
 {
@@ -39,8 +31,8 @@ std::int64_t checkSplit(const std::string &imagesPath, const std::string &labels
             }
         }
         if (count >= 0 && static_cast<std::int64_t>(labels.size()) != count)
-            problems.push_back(labelsPath + ": " + grouped(static_cast<std::int64_t>(labels.size())) + " labels for "
-                               + grouped(count) + " images in " + imagesPath);
+            problems.push_back(labelsPath + ": " + groupedThousands(static_cast<std::int64_t>(labels.size())) + " labels for "
+                               + groupedThousands(count) + " images in " + imagesPath);
     } catch (const std::exception &e) {
         problems.push_back(e.what());
     }
@@ -161,8 +153,8 @@ DatasetVerification verifyDataset(const std::string &dir, const DatasetManifest 
         }
     }
     v.official = official;
-    v.message = dir + ": " + (official ? "official Fashion-MNIST" : "custom IDX data") + ", " + grouped(v.trainCount)
-                + " train / " + grouped(v.testCount) + " test";
+    v.message = dir + ": " + (official ? "official Fashion-MNIST" : "custom IDX data") + ", " + groupedThousands(v.trainCount)
+                + " train / " + groupedThousands(v.testCount) + " test";
     return v;
 }
 

@@ -125,6 +125,14 @@ std::string builtinSampleDir()
     return resourcesDir() + "/sample";
 }
 
+std::string groupedThousands(std::int64_t n)
+{
+    std::string s = std::to_string(n);
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+        s.insert(static_cast<std::size_t>(i), ",");
+    return s;
+}
+
 DatasetStatus inspectDataset(const std::string &path)
 {
     DatasetStatus status;
@@ -159,14 +167,8 @@ DatasetStatus inspectDataset(const std::string &path)
         status.message = e.what();
         return status;
     }
-    auto grouped = [](std::int64_t n) {
-        std::string s = std::to_string(n);
-        for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-            s.insert(static_cast<std::size_t>(i), ",");
-        return s;
-    };
     status.ok = true;
-    status.message = grouped(status.trainCount) + " train / " + grouped(status.testCount) + " test found";
+    status.message = groupedThousands(status.trainCount) + " train / " + groupedThousands(status.testCount) + " test found";
     return status;
 }
 

@@ -44,5 +44,7 @@ struct DatasetStatus
 };
 DatasetStatus inspectDataset(const std::string &path);
 std::string builtinSampleDir();
+// 60000 as "60,000", as the dataset messages write counts.
+std::string groupedThousands(std::int64_t n);
 
 } // namespace trainlab
