@@ -70,6 +70,9 @@ cmake -S . -B build-cuda -G Ninja -Wno-dev -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=O
 grep -q 'CUDA build: ON' build-cuda/configure.log || { cat build-cuda/configure.log; echo "check-cuda-build: torch_cuda target missing" >&2; exit 1; }
 grep -q 'LibTorch 2\.' build-cuda/configure.log || { cat build-cuda/configure.log; echo "check-cuda-build: not LibTorch 2.x" >&2; exit 1; }
 grep -q 'TRAINLAB_NCCL_INCLUDE_DIR:PATH=/' build-cuda/CMakeCache.txt || { echo "check-cuda-build: nccl.h not found" >&2; exit 1; }
+# cmake/TrainLabNccl.cmake read the header's version (Debian's LibTorch names no NCCL version of its own: not compared).
+nccl=$(sed -n 's/^-- TrainLab: \(NCCL header [0-9.]*\).*/\1/p' build-cuda/configure.log)
+[ -n "$nccl" ] || { cat build-cuda/configure.log; echo "check-cuda-build: the NCCL header's version was not checked" >&2; exit 1; }
 cmake --build build-cuda -j "$(nproc)" --target trainlab-cli
 cli=build-cuda/app/trainlab-cli
 # The CUDA and NCCL paths are in the binary: it needs LibTorch's CUDA library and calls ProcessGroupNCCL.
@@ -83,4 +86,4 @@ grep -qF 'c10d::ProcessGroupNCCL::ProcessGroupNCCL(' <<<"$undefined" \
 if grep -qF 'libtorch.so.1' <<<"$needed" || grep -qF 'libc10.so.1' <<<"$needed"; then
   echo "check-cuda-build: $cli also links Debian's LibTorch 1.13" >&2; exit 1
 fi
-echo "check-cuda-build: core and trainlab-cli built and linked against CUDA LibTorch 2.6 ($(basename "$(readlink -f "$cuda")"), NCCL) in $(( $(date +%s) - start )) s"
+echo "check-cuda-build: core and trainlab-cli built and linked against CUDA LibTorch 2.6 ($(basename "$(readlink -f "$cuda")"), $nccl) in $(( $(date +%s) - start )) s"

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Copies headers a PyTorch-only GPU machine lacks (nlohmann_json, gloo, zlib) into .gpu-deps/ (git-ignored).
+# Optional now: nlohmann_json and zlib's headers are vendored in third_party/include; this is still the way
+# to bring Gloo's headers for a LibTorch without include/gloo (bench/gpu-check.sh's environment step says
+# which it found). TRAINLAB_DEPS_DIR wins over third_party/include.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .gpu-deps/include
