@@ -5,12 +5,15 @@
 #include "core/datasetstore.h"
 #include "core/devices.h"
 #include "core/download.h"
+#include "core/paths.h"
 #include "core/report.h"
+#include "core/runrecord.h"
 #include "core/trainer.h"
 #include "trainlab/version.h"
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <unistd.h>
 
@@ -30,6 +33,8 @@ public:
     void onRunStarted(const trainlab::RunInfo &info) override
     {
         m_devices = trainlab::deviceList(info.devices);
+        m_epochs = info.epochs;
+        m_started = true;
         std::printf("%s\n", trainlab::runStartedLine(info).c_str());
         std::fflush(stdout);
     }
@@ -71,6 +76,7 @@ public:
     }
 
     int m_epochs = 0;
+    bool m_started = false;
     bool m_tty = ::isatty(STDOUT_FILENO) != 0;
     std::string m_devices;
 };
@@ -115,6 +121,31 @@ int datasetCommand(const trainlab::CliArgs &args)
     return v.valid ? 0 : 1;
 }
 
+int runsCommand(const trainlab::CliArgs &args)
+{
+    const std::string dir = args.runsDir.empty() ? trainlab::defaultRunsDir() : args.runsDir;
+    const auto runs = trainlab::listRuns(dir);
+    if (runs.empty()) {
+        std::printf("no runs in %s\n", dir.c_str());
+        return 0;
+    }
+    std::printf("%-44s %-12s %-9s %-8s %s\n", "RUN", "STATUS", "EPOCHS", "BEST", "NOTE");
+    for (const auto &r : runs) {
+        const std::string name = std::filesystem::path(r.dir).filename().string();
+        const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
+        std::string note;
+        if (r.status == "interrupted")
+            note = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
+        else if (r.canResume())
+            note = "trainlab-cli resume to go on";
+        char best[32] = "-";
+        if (r.epochsDone > 0)
+            std::snprintf(best, sizeof best, "%.4f", r.bestTestAcc);
+        std::printf("%-44s %-12s %-9s %-8s %s\n", name.c_str(), r.status.c_str(), epochs.c_str(), best, note.c_str());
+    }
+    return 0;
+}
+
 int printProblems(const std::string &origin, const std::vector<std::string> &problems)
 {
     std::fprintf(stderr, "%s: invalid configuration:\n", origin.c_str());
@@ -152,6 +183,24 @@ int main(int argc, char **argv)
     }
     if (args.command == "dataset")
         return datasetCommand(args);
+    if (args.command == "runs")
+        return runsCommand(args);
+    if (args.command == "resume") {
+        trainlab::RunOptions options;
+        options.node.nnodes = args.nnodes;
+        options.node.nodeRank = args.nodeRank;
+        options.node.masterAddr = args.masterAddr;
+        options.node.masterPort = args.masterPort;
+        std::signal(SIGINT, onSignal);
+        std::signal(SIGTERM, onSignal);
+        ConsoleObserver observer;
+        const trainlab::RunResult result
+            = trainlab::resumeRun(args.configPath, observer, g_stop, options, args.epochs.value_or(0));
+        // Refused before training (changed config, unreadable checkpoint, run in use): as a config error.
+        if (result.status == trainlab::RunStatus::Failed && !observer.m_started)
+            return 2;
+        return result.status == trainlab::RunStatus::Completed ? 0 : 1;
+    }
     trainlab::ExperimentConfig config;
     const std::string origin = args.preset.empty() ? args.configPath : "preset " + args.preset;
     try {

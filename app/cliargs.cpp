@@ -1,6 +1,8 @@
 #include "cliargs.h"
 
+#include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -88,6 +90,9 @@ const char *cliUsage()
            "commands:\n"
            "  run CONFIG.json | --preset NAME   train, keeping the run in the runs folder\n"
            "  validate CONFIG.json             list every problem (exit 2 when invalid)\n"
+           "  resume RUN_DIR [--epochs N]      go on with a stopped, failed or interrupted run from its last\n"
+           "                                   checkpoint; --epochs N continues a completed run to N epochs\n"
+           "  runs [--runs-dir DIR]            list the runs: status (incl. interrupted), epochs, best acc\n"
            "  devices                          what this machine can train on\n"
            "  presets                          the shipped presets\n"
            "  dataset download [--dir DIR] [--mirror URL]...\n"
@@ -118,7 +123,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             out.command = "help";
         else if (first == "--version")
             out.command = "version";
-        else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset")
+        else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
+                 || first == "resume" || first == "runs")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -133,12 +139,19 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         }
         while (i < args.size()) {
             const std::string arg = args[i++];
-            if (out.command != "run" && out.command != "validate")
+            if (out.command != "run" && out.command != "validate" && out.command != "resume" && out.command != "runs")
                 throw std::invalid_argument("unexpected argument \"" + arg + "\"");
             if (arg == "--help" || arg == "-h") {
                 out.command = "help";
                 return out;
             }
+            // A resumed run keeps its configuration: only the epochs (to continue) and where the nodes meet.
+            static const char *const resumeFlags[] = {"--epochs", "--nnodes", "--node-rank", "--master-addr", "--master-port"};
+            if (out.command == "resume" && arg.rfind("--", 0) == 0
+                && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
+                throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
+            if (out.command == "runs" && arg != "--runs-dir")
+                throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR)");
             if (out.command == "validate" || arg.rfind("--", 0) != 0) {
                 if (arg.rfind("--", 0) == 0 || !out.configPath.empty())
                     throw std::invalid_argument("unexpected argument \"" + arg + "\"");
@@ -185,8 +198,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         }
         if (out.command == "validate" && out.configPath.empty())
             throw std::invalid_argument("validate: needs CONFIG.json");
-        if (out.command == "run") {
-            if (out.configPath.empty() == out.preset.empty())
+        if (out.command == "resume" && out.configPath.empty())
+            throw std::invalid_argument("resume: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
+        if (out.command == "run" || out.command == "resume") {
+            if (out.command == "run" && out.configPath.empty() == out.preset.empty())
                 throw std::invalid_argument("run: give either CONFIG.json or --preset NAME");
             if (out.masterAddr.empty()) {
                 const char *env = std::getenv("MASTER_ADDR");

@@ -9,11 +9,11 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
-    std::string configPath;
+    std::string configPath;       // run, validate: CONFIG.json; resume: RUN_DIR
     std::string preset;
     std::optional<int> epochs;
     std::optional<long long> trainLimit, testLimit, batchSize;

@@ -1,5 +1,7 @@
 #include "core/atomicfile.h"
 
+#include "core/testhooks.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +38,8 @@ void writeFileAtomic(const std::string &path, const std::string &data)
         ::unlink(tmp.c_str());
         throw std::runtime_error(path + ": cannot write: " + std::strerror(err));
     }
+    const auto slash = path.find_last_of('/');
+    testPause("write:" + path.substr(slash == std::string::npos ? 0 : slash + 1));
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
         ::unlink(tmp.c_str());

@@ -440,6 +440,8 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("cpu_threads", "must be 0 (all logical cores) up to 1024", str(cpuThreads));
     if (collectiveTimeoutSeconds < 1 || collectiveTimeoutSeconds > 86400)
         bad("collective_timeout_s", "must be between 1 and 86400", str(collectiveTimeoutSeconds));
+    if (checkpoints != "last+best" && checkpoints != "last" && checkpoints != "best" && checkpoints != "none")
+        bad("checkpoints", "must be \"last+best\", \"last\", \"best\" or \"none\"", quote(checkpoints));
     return problems;
 }
 
@@ -461,6 +463,7 @@ std::string ExperimentConfig::toJson() const
         {"precision", precision},
         {"cpu_threads", cpuThreads},
         {"collective_timeout_s", collectiveTimeoutSeconds},
+        {"checkpoints", checkpoints},
     };
     return j.dump(2) + "\n";
 }
@@ -489,7 +492,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s"});
+                      "collective_timeout_s", "checkpoints"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
     if (schema != kSchemaVersion)
@@ -521,6 +524,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.string("precision", config.precision);
     top.integer("cpu_threads", config.cpuThreads, 0, 1024);
     top.integer("collective_timeout_s", config.collectiveTimeoutSeconds, 1, 86400);
+    top.string("checkpoints", config.checkpoints);
 
     if (!problems.empty())
         fail();

@@ -51,6 +51,8 @@ struct ExperimentConfig
     std::string precision = "fp32";
     int cpuThreads = 0;
     int collectiveTimeoutSeconds = 300;
+    // Which checkpoints a run keeps: "last+best", "last" (resumable), "best", "none" (45 MB each).
+    std::string checkpoints = "last+best";
 
     // Every problem at once, each "key.path: what is wrong, got value"; empty when valid.
     std::vector<std::string> validate() const;

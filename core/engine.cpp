@@ -5,6 +5,7 @@
 #include "core/model.h"
 #include "core/precision.h"
 #include "core/runrecord.h"
+#include "core/testhooks.h"
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -60,6 +61,11 @@ struct World
     bool nccl = false;
     int controlLag = 0;
     int threadsPerReplica = 1;
+    std::string boundConfig;                 // what a checkpoint of this run is bound to (checkpointConfigJson)
+    std::shared_ptr<const std::string> resumeCheckpoint;   // set when resuming: every replica loads its state
+    std::string resumeOrigin;
+    std::vector<EpochMetrics> done;          // the epochs before this session
+    int startEpoch = 0;
 
     std::atomic<bool> observerStop{false};   // set by rank 0 when the observer asks to stop
 
@@ -252,6 +258,9 @@ void Replica::prepareLocal()
     torch::optim::SGDOptions sgd(config.learningRate);
     sgd.momentum(config.momentum).weight_decay(config.weightDecay);
     m_optimizer = std::make_unique<torch::optim::SGD>(m_model->parameters(), sgd);
+    // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
+    if (m_world.resumeCheckpoint)
+        loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
     std::vector<torch::Tensor> bucket;
     std::int64_t size = 0;
     for (auto &p : m_model->parameters()) {
@@ -343,6 +352,8 @@ void Replica::trainEpoch(int epoch, int epochs)
         // A rank that failed waits, gradients zero, for the lagged read that ends every rank's epoch.
         if (m_failure.empty()) {
             try {
+                if (m_rank == 0)
+                    testPause("step");
                 injectFault(RunOptions::FaultPoint::Step, m_globalStep, "at step " + std::to_string(m_globalStep));
                 if (mine > 0) {
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
@@ -428,6 +439,8 @@ double Replica::evaluate(int epoch)
     // Correct, seen, and an error slot, so a rank that fails here still joins the sum.
     torch::Tensor counts = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat64).device(m_device));
     try {
+        if (m_rank == 0)
+            testPause("evaluate");
         injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
         for (std::int64_t i = begin; i < end; i += batch) {
             const std::int64_t stop = std::min(end, i + batch);
@@ -464,9 +477,12 @@ void Replica::run()
 #endif
     const int epochs = m_world.config.epochs;
     RunResult result;
+    result.epochs = m_world.done;
+    const std::int64_t n = m_world.data->train.size();
+    m_globalStep = static_cast<long>(m_world.startEpoch * ((n + m_world.config.batchSize - 1) / m_world.config.batchSize));
     try {
         const bool ready = setUp();
-        for (int epoch = 1; ready && epoch <= epochs; ++epoch) {
+        for (int epoch = m_world.startEpoch + 1; ready && epoch <= epochs; ++epoch) {
             trainEpoch(epoch, epochs);
             if (!m_failure.empty() || m_stopped)
                 break;
@@ -478,8 +494,17 @@ void Replica::run()
             try {
                 injectFault(RunOptions::FaultPoint::EpochEnd, epoch, "at the end of epoch " + std::to_string(epoch));
                 if (m_rank == 0 && m_world.record) {
-                    m_world.record->appendEpoch(m);
-                    saveCheckpoint(m_world.record->checkpointPath(), *m_model, *m_optimizer, epoch, m_world.config.seed);
+                    std::string bytes;
+                    if (m_world.record->wantsCheckpoint(m)) {
+                        CheckpointInfo info;
+                        info.epoch = epoch;
+                        info.seed = m_world.config.seed;
+                        info.config = m_world.boundConfig;
+                        info.metrics = result.epochs;
+                        bytes = serializeCheckpoint(*m_model, *m_optimizer, info);
+                    }
+                    m_world.record->commitEpoch(m, bytes);
+                    testPause("epoch-end");
                 }
             } catch (const std::exception &e) {
                 // Raised in the next step's all-reduce, so the other ranks stop there instead of waiting in it.
@@ -528,44 +553,6 @@ std::string weightsDigest(const torch::nn::Module &model)
     return text;
 }
 
-void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer, int epoch,
-                    std::uint64_t seed)
-{
-    torch::serialize::OutputArchive archive;
-    torch::serialize::OutputArchive modelArchive, optimizerArchive;
-    model.save(modelArchive);
-    optimizer.save(optimizerArchive);
-    archive.write("model", modelArchive);
-    archive.write("optimizer", optimizerArchive);
-    archive.write("epoch", torch::tensor(static_cast<std::int64_t>(epoch)));
-    archive.write("seed", torch::tensor(static_cast<std::int64_t>(seed)));
-    archive.write("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
-    const std::string tmp = path + ".tmp";
-    archive.save_to(tmp);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-        throw std::runtime_error(path + ": cannot replace the checkpoint");
-}
-
-int loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
-{
-    torch::serialize::InputArchive archive, modelArchive;
-    try {
-        archive.load_from(path);
-    } catch (const std::exception &e) {
-        throw std::runtime_error(path + ": not a TrainLab checkpoint: " + errorText(e));
-    }
-    archive.read("model", modelArchive);
-    model.load(modelArchive);
-    if (optimizer) {
-        torch::serialize::InputArchive optimizerArchive;
-        archive.read("optimizer", optimizerArchive);
-        optimizer->load(optimizerArchive);
-    }
-    torch::Tensor epoch;
-    archive.read("epoch", epoch);
-    return static_cast<int>(epoch.item<std::int64_t>());
-}
-
 EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const StopFlag &stop)
 {
     World world;
@@ -575,6 +562,9 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     world.record = setup.record;
     world.observer = &observer;
     world.stop = &stop;
+    world.boundConfig = checkpointConfigJson(setup.config.toJson());
+    world.resumeCheckpoint = setup.resumeCheckpoint;
+    world.resumeOrigin = setup.resumeOrigin;
     const ExperimentConfig &config = world.config;
     const NodeOptions &node = world.options.node;
     const auto timeout = std::chrono::milliseconds(1000LL * config.collectiveTimeoutSeconds);
@@ -591,8 +581,12 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
             nlohmann::json mine = nlohmann::json::parse(config.toJson());
             const nlohmann::json devices = mine["devices"];
             mine.erase("devices");
+            // Node 0 holds the run record; a resumed run's state reaches the other nodes through the store.
+            const bool resuming = node.nodeRank == 0 && world.resumeCheckpoint;
+            if (resuming)
+                world.rendezvous->set("resume/checkpoint", *world.resumeCheckpoint);
             world.rendezvous->set("node/" + std::to_string(node.nodeRank),
-                                  nlohmann::json{{"config", mine}, {"devices", devices}}.dump());
+                                  nlohmann::json{{"config", mine}, {"devices", devices}, {"resume", resuming}}.dump());
             for (int r = 0; r < node.nnodes; ++r) {
                 const auto other = nlohmann::json::parse(world.rendezvous->get(
                     "node/" + std::to_string(r), "node " + std::to_string(r) + " of " + std::to_string(node.nnodes)
@@ -604,6 +598,11 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
                                 + " (every node must run the same config; only devices may differ)");
                 if (r < node.nodeRank)
                     world.rankOffset += static_cast<int>(other["devices"].size());
+                if (r == 0 && node.nodeRank != 0 && other.value("resume", false)) {
+                    world.resumeCheckpoint = std::make_shared<const std::string>(
+                        world.rendezvous->get("resume/checkpoint", "node 0's checkpoint"));
+                    world.resumeOrigin = "node 0's checkpoint";
+                }
                 for (const auto &d : other["devices"])
                     world.worldDevices.push_back("node" + std::to_string(r) + ":" + d.get<std::string>());
             }
@@ -634,6 +633,18 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         world.threadsPerReplica = std::max(1, threads / std::max(1, cpuReplicas));
         torch::manual_seed(config.seed);
         world.master = setup.makeModel();
+        if (world.resumeCheckpoint) {
+            const CheckpointInfo info = loadCheckpointBytes(*world.resumeCheckpoint, world.resumeOrigin, *world.master, nullptr);
+            // The other nodes' configurations were compared with node 0's at the rendezvous.
+            if (node.nodeRank == 0 && info.config != world.boundConfig) {
+                std::string keys;
+                for (const auto &k : configDifferences(info.config, world.boundConfig))
+                    keys += (keys.empty() ? "" : ", ") + k;
+                return fail(world.resumeOrigin + ": belongs to a different configuration (differs in: " + keys + ")");
+            }
+            world.startEpoch = info.epoch;
+            world.done = info.metrics;
+        }
     } catch (const std::exception &e) {
         return fail(errorText(e));
     }
@@ -647,6 +658,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.testSize = setup.data.test.size();
     info.parameterCount = parameterCount(*world.master);
     info.epochs = config.epochs;
+    info.epochsDone = world.startEpoch;
+    info.doneMetrics = world.done;
     info.batchesPerEpoch = (info.trainSize + config.batchSize - 1) / config.batchSize;
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/checkpoint.h"
 #include "core/dataset.h"
 #include "core/observer.h"
 #include "core/trainer.h"
@@ -22,6 +23,9 @@ struct EngineSetup
     std::function<torch::nn::Sequential()> makeModel;   // built once, then copied to every replica
     RunOptions options;
     RunRecord *record = nullptr;                        // node 0 only
+    // Where a resumed run goes on from (node 0; the other nodes learn it at the rendezvous). No bytes: a new run.
+    std::shared_ptr<const std::string> resumeCheckpoint;
+    std::string resumeOrigin;                           // the checkpoint's file, for errors
 };
 
 struct EngineResult
@@ -35,10 +39,5 @@ struct EngineResult
 EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const StopFlag &stop);
 std::string weightsDigest(const torch::nn::Module &model);
 std::string errorText(const std::exception &e);
-
-void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer,
-                    int epoch, std::uint64_t seed);
-// Loads model weights (and the optimizer state when given); returns the epoch stored.
-int loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer = nullptr);
 
 } // namespace trainlab

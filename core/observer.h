@@ -7,6 +7,16 @@
 
 namespace trainlab {
 
+struct EpochMetrics
+{
+    int epoch = 0;
+    double trainLoss = 0.0;
+    double trainAcc = 0.0;
+    double testAcc = 0.0;
+    double seconds = 0.0;               // the training loop only, as d2l's Timer
+    double imagesPerSecond = 0.0;
+};
+
 struct RunInfo
 {
     std::vector<std::string> devices;   // the whole world, node by node
@@ -15,6 +25,8 @@ struct RunInfo
     std::int64_t testSize = 0;
     std::int64_t parameterCount = 0;
     int epochs = 0;
+    int epochsDone = 0;                 // a resumed run: the epochs already done before this session
+    std::vector<EpochMetrics> doneMetrics;    // and their metrics, for the chart
     std::int64_t batchesPerEpoch = 0;
     std::string runDir;                 // empty when this node keeps no record
 };
@@ -27,16 +39,6 @@ struct BatchProgress
     std::int64_t batches = 0;
     double loss = 0.0;                  // running mean over the epoch so far
     double imagesPerSecond = 0.0;       // whole world
-};
-
-struct EpochMetrics
-{
-    int epoch = 0;
-    double trainLoss = 0.0;
-    double trainAcc = 0.0;
-    double testAcc = 0.0;
-    double seconds = 0.0;               // the training loop only, as d2l's Timer
-    double imagesPerSecond = 0.0;
 };
 
 enum class RunStatus { Completed, Stopped, Failed };

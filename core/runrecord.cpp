@@ -2,18 +2,24 @@
 
 #include "core/atomicfile.h"
 #include "core/devices.h"
+#include "core/testhooks.h"
 #include "trainlab/version.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <sys/file.h>
+#include <thread>
 #include <unistd.h>
 
 namespace trainlab {
@@ -22,6 +28,8 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+constexpr const char *kCreatingPrefix = ".creating-";
 
 std::string utcStamp(const char *format)
 {
@@ -33,6 +41,53 @@ std::string utcStamp(const char *format)
     return buffer;
 }
 
+int openDir(const std::string &dir)
+{
+    return ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+// A temporary file a killed writer left behind (writeFileAtomic's NAME.tmp-PID, a checkpoint's NAME.tmp).
+bool isStaleTemporary(const std::string &name)
+{
+    return name.find(".tmp-") != std::string::npos
+           || (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0);
+}
+
+// Half-built run folders whose creator is gone; they never held a run, so nothing is lost.
+void removeAbandonedFolders(const std::string &runsDir)
+{
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(runsDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(kCreatingPrefix, 0) == 0 && entry.is_directory(ec) && !runFolderInUse(entry.path().string()))
+            fs::remove_all(entry.path(), ec);
+    }
+}
+
+void moveIntoPlace(const std::string &from, const std::string &to, std::string &moved)
+{
+    for (int n = 1; n <= 1000; ++n) {
+        const std::string candidate = n == 1 ? to : to + "-" + std::to_string(n);
+        if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, candidate.c_str(), RENAME_NOREPLACE) == 0) {
+            moved = candidate;
+            return;
+        }
+        if (errno == EEXIST)
+            continue;
+        if (errno != EINVAL && errno != ENOSYS)
+            throw std::runtime_error(candidate + ": cannot create the run folder: " + std::strerror(errno));
+        // A file system without RENAME_NOREPLACE: reserve the name, then replace the empty folder.
+        std::error_code ec;
+        if (!fs::create_directory(candidate, ec))
+            continue;
+        if (std::rename(from.c_str(), candidate.c_str()) != 0)
+            throw std::runtime_error(candidate + ": cannot create the run folder: " + std::strerror(errno));
+        moved = candidate;
+        return;
+    }
+    throw std::runtime_error(to + ": too many runs with this name in one second");
+}
+
 } // namespace
 
 std::string isoTimeUtc()
@@ -40,9 +95,36 @@ std::string isoTimeUtc()
     return utcStamp("%Y-%m-%dT%H:%M:%SZ");
 }
 
+std::string hostName()
+{
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) != 0)
+        return "unknown";
+    return name;
+}
+
+bool runFolderInUse(const std::string &runDir)
+{
+    const int fd = openDir(runDir);
+    if (fd < 0)
+        return false;
+    // A shared probe: it cannot be mistaken for a run's exclusive lock by another prober.
+    const bool free = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+    ::close(fd);
+    return !free;
+}
+
 const char *RunRecord::metricsHeader()
 {
     return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
+}
+
+std::string RunRecord::metricsRow(const EpochMetrics &m)
+{
+    char row[256];
+    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%.6f,%.3f,%.1f\n", m.epoch, m.trainLoss, m.trainAcc, m.testAcc,
+                  m.seconds, m.imagesPerSecond);
+    return row;
 }
 
 std::string RunRecord::safeName(const std::string &name)
@@ -62,51 +144,157 @@ std::string RunRecord::safeName(const std::string &name)
     return safe.empty() ? "run" : safe;
 }
 
+void RunRecord::lock(const std::string &dir)
+{
+    m_lockFd = openDir(dir);
+    if (m_lockFd < 0)
+        throw std::runtime_error(dir + ": cannot open the run folder: " + std::strerror(errno));
+    // Retried briefly: a history listing may hold its shared probe for an instant.
+    for (int attempt = 0; attempt < 50; ++attempt) {
+        if (::flock(m_lockFd, LOCK_EX | LOCK_NB) == 0)
+            return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::close(m_lockFd);
+    m_lockFd = -1;
+    std::string owner;
+    try {
+        const RunSummary s = readRunSummary(dir);
+        owner = " (pid " + std::to_string(s.pid) + " on " + s.host + ")";
+    } catch (const std::exception &) {
+    }
+    throw std::runtime_error(dir + ": the run is in use by another TrainLab process" + owner);
+}
+
 RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices)
 {
     std::error_code ec;
     fs::create_directories(runsDir, ec);
     if (ec)
         throw std::runtime_error(runsDir + ": cannot create the runs folder: " + ec.message());
-    const std::string base = (fs::path(runsDir) / (utcStamp("%Y%m%d-%H%M%S") + "-" + safeName(config.name))).string();
-    // create_directory is atomic: a clash with a run started in the same second takes the next suffix.
-    for (int n = 1;; ++n) {
-        const std::string candidate = n == 1 ? base : base + "-" + std::to_string(n);
-        if (fs::create_directory(candidate, ec)) {
-            m_dir = candidate;
-            break;
-        }
-        if (ec)
-            throw std::runtime_error(candidate + ": cannot create the run folder: " + ec.message());
-        if (n > 1000)
-            throw std::runtime_error(base + ": too many runs with this name in one second");
-    }
-    config.save(m_dir + "/config.json");
-    writeFileAtomic(m_dir + "/metrics.csv", std::string(metricsHeader()) + "\n");
-    m_summary.dir = m_dir;
+    removeAbandonedFolders(runsDir);
+    const std::string stamp = utcStamp("%Y%m%d-%H%M%S") + "-" + safeName(config.name);
+    const std::string building = (fs::path(runsDir) / (kCreatingPrefix + stamp + "-" + std::to_string(::getpid()))).string();
+    fs::remove_all(building, ec);
+    if (!fs::create_directory(building, ec))
+        throw std::runtime_error(building + ": cannot create the run folder: "
+                                 + (ec ? ec.message() : std::string("it already exists")));
+    m_dir = building;
+    lock(building);
+    m_checkpoints = config.checkpoints;
     m_summary.name = config.name;
     m_summary.status = "running";
     m_summary.devices = devices;
+    m_summary.epochsPlanned = config.epochs;
     m_summary.startTime = isoTimeUtc();
     m_summary.trainlabVersion = TRAINLAB_VERSION;
     m_summary.torchVersion = torchVersion();
-    writeSummary();
+    try {
+        testPause("folder-created");
+        writeSummary();
+        config.save(m_dir + "/config.json");
+        writeFileAtomic(m_dir + "/metrics.csv", std::string(metricsHeader()) + "\n");
+        moveIntoPlace(building, (fs::path(runsDir) / stamp).string(), m_dir);
+    } catch (...) {
+        fs::remove_all(building, ec);
+        throw;
+    }
+    m_summary.dir = m_dir;
 }
 
-void RunRecord::appendEpoch(const EpochMetrics &m)
+std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const ExperimentConfig &config,
+                                             const std::vector<EpochMetrics> &done, int checkpointEpoch)
 {
-    char row[256];
-    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%.6f,%.3f,%.1f\n", m.epoch, m.trainLoss, m.trainAcc, m.testAcc,
-                  m.seconds, m.imagesPerSecond);
-    // Append plus fsync: a crash loses at most the row being written, never earlier epochs.
-    std::FILE *file = std::fopen((m_dir + "/metrics.csv").c_str(), "a");
-    if (!file)
-        throw std::runtime_error(m_dir + "/metrics.csv: cannot append");
-    const bool ok = std::fputs(row, file) >= 0 && std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
-    std::fclose(file);
-    if (!ok)
-        throw std::runtime_error(m_dir + "/metrics.csv: cannot append");
+    std::unique_ptr<RunRecord> record(new RunRecord());
+    record->m_dir = dir;
+    record->lock(dir);
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(dir, ec)) {
+        if (isStaleTemporary(entry.path().filename().string()))
+            fs::remove(entry.path(), ec);
+    }
+    RunSummary s = readRunSummary(dir);
+    s.status = "running";
+    s.error.clear();
+    s.endTime.clear();
+    s.epochsPlanned = config.epochs;
+    s.resumedAt.push_back(isoTimeUtc());
+    s.checkpointEpoch = checkpointEpoch;
+    if (s.bestCheckpointEpoch > checkpointEpoch || !fs::exists(record->bestPath()))
+        s.bestCheckpointEpoch = 0;
+    record->m_previousSeconds = s.totalSeconds;
+    record->m_checkpoints = config.checkpoints;
+    record->m_summary = s;
+    record->m_epochs.epochs = done;
+    record->m_epochs.summarize();
+    std::string metrics = std::string(metricsHeader()) + "\n";
+    for (const EpochMetrics &m : done)
+        metrics += metricsRow(m);
+    config.save(dir + "/config.json");
+    writeFileAtomic(dir + "/metrics.csv", metrics);
+    record->m_summary.epochsDone = static_cast<int>(done.size());
+    record->m_summary.finalTestAcc = done.empty() ? 0.0 : done.back().testAcc;
+    record->m_summary.bestTestAcc = record->m_epochs.bestTestAcc;
+    record->m_summary.bestEpoch = record->m_epochs.bestEpoch;
+    record->m_summary.meanEpochSeconds = record->m_epochs.meanEpochSeconds;
+    record->writeSummary();
+    return record;
+}
+
+RunRecord::~RunRecord()
+{
+    if (m_lockFd >= 0)
+        ::close(m_lockFd);
+}
+
+bool RunRecord::isBest(const EpochMetrics &m) const
+{
+    for (const EpochMetrics &e : m_epochs.epochs) {
+        if (e.testAcc >= m.testAcc)
+            return false;
+    }
+    return true;
+}
+
+bool RunRecord::wantsCheckpoint(const EpochMetrics &m) const
+{
+    if (m_checkpoints == "none")
+        return false;
+    return m_checkpoints != "best" || isBest(m);
+}
+
+void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpointBytes)
+{
+    const bool best = isBest(m) && m_checkpoints.find("best") != std::string::npos;
+    const bool last = m_checkpoints == "last" || m_checkpoints == "last+best";
+    if (!checkpointBytes.empty()) {
+        if (last) {
+            writeFileAtomic(checkpointPath(), checkpointBytes);
+            m_summary.checkpointEpoch = m.epoch;
+        }
+        if (best) {
+            // The same bytes as checkpoint.pt: a hard link costs no space; a fresh file where links fail.
+            const std::string tmp = bestPath() + ".tmp";
+            ::unlink(tmp.c_str());
+            if (!last || ::link(checkpointPath().c_str(), tmp.c_str()) != 0) {
+                writeFileAtomic(bestPath(), checkpointBytes);
+            } else {
+                testPause("write:best.pt");
+                if (std::rename(tmp.c_str(), bestPath().c_str()) != 0) {
+                    const int err = errno;
+                    ::unlink(tmp.c_str());
+                    throw std::runtime_error(bestPath() + ": cannot replace: " + std::strerror(err));
+                }
+            }
+            m_summary.bestCheckpointEpoch = m.epoch;
+        }
+    }
     m_epochs.epochs.push_back(m);
+    // Rewritten whole and renamed into place (a few KB): at every instant it holds only complete rows.
+    std::string metrics = std::string(metricsHeader()) + "\n";
+    for (const EpochMetrics &e : m_epochs.epochs)
+        metrics += metricsRow(e);
+    writeFileAtomic(m_dir + "/metrics.csv", metrics);
     m_epochs.summarize();
     m_summary.epochsDone = m.epoch;
     m_summary.finalTestAcc = m.testAcc;
@@ -127,6 +315,8 @@ void RunRecord::finish(const RunResult &result)
 void RunRecord::writeSummary()
 {
     const RunSummary &s = m_summary;
+    const double total = m_previousSeconds
+                         + std::chrono::duration<double>(std::chrono::steady_clock::now() - m_sessionStart).count();
     json j = {
         {"name", s.name},
         {"status", s.status},
@@ -135,12 +325,19 @@ void RunRecord::writeSummary()
         {"best_epoch", s.bestEpoch},
         {"final_test_acc", s.finalTestAcc},
         {"epochs_done", s.epochsDone},
+        {"epochs_planned", s.epochsPlanned},
+        {"checkpoint_epoch", s.checkpointEpoch},
+        {"best_checkpoint_epoch", s.bestCheckpointEpoch},
         {"mean_epoch_seconds", s.meanEpochSeconds},
+        {"total_seconds", total},
         {"devices", s.devices},
         {"trainlab_version", s.trainlabVersion},
         {"libtorch_version", s.torchVersion},
         {"start_time", s.startTime},
         {"end_time", s.endTime},
+        {"resumed_at", s.resumedAt},
+        {"pid", static_cast<long long>(::getpid())},
+        {"host", hostName()},
     };
     writeFileAtomic(m_dir + "/summary.json", j.dump(2) + "\n");
 }
@@ -164,22 +361,34 @@ RunSummary readRunSummary(const std::string &runDir)
         s.bestEpoch = j.value("best_epoch", 0);
         s.finalTestAcc = j.value("final_test_acc", 0.0);
         s.epochsDone = j.value("epochs_done", 0);
+        s.epochsPlanned = j.value("epochs_planned", 0);
+        s.checkpointEpoch = j.value("checkpoint_epoch", 0);
+        s.bestCheckpointEpoch = j.value("best_checkpoint_epoch", 0);
         s.meanEpochSeconds = j.value("mean_epoch_seconds", 0.0);
+        s.totalSeconds = j.value("total_seconds", 0.0);
         s.devices = j.value("devices", std::vector<std::string>{});
         s.trainlabVersion = j.value("trainlab_version", "");
         s.torchVersion = j.value("libtorch_version", "");
         s.startTime = j.value("start_time", "");
         s.endTime = j.value("end_time", "");
+        s.resumedAt = j.value("resumed_at", std::vector<std::string>{});
+        s.pid = j.value("pid", 0LL);
+        s.host = j.value("host", "");
     } catch (const json::exception &e) {
         throw std::runtime_error(path + ": unexpected content: " + e.what());
     }
+    if (s.status == "running" && !runFolderInUse(runDir))
+        s.status = "interrupted";
     return s;
 }
 
 std::vector<EpochMetrics> readMetrics(const std::string &runDir)
 {
     const std::string path = runDir + "/metrics.csv";
-    std::istringstream in(readFile(path));
+    std::string text = readFile(path);
+    // A last line without its newline is a row torn by a crash: not a row.
+    text.resize(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
+    std::istringstream in(text);
     std::string line;
     std::getline(in, line);
     if (line != RunRecord::metricsHeader())
@@ -201,7 +410,9 @@ std::vector<RunSummary> listRuns(const std::string &runsDir)
     std::vector<RunSummary> runs;
     std::error_code ec;
     for (const auto &entry : fs::directory_iterator(runsDir, ec)) {
-        if (!entry.is_directory() || !fs::exists(entry.path() / "summary.json"))
+        if (entry.path().filename().string().rfind(kCreatingPrefix, 0) == 0)
+            continue;
+        if (!entry.is_directory(ec) || !fs::exists(entry.path() / "summary.json", ec))
             continue;
         try {
             runs.push_back(readRunSummary(entry.path().string()));

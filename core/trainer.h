@@ -37,4 +37,12 @@ struct RunOptions
 RunResult runExperiment(const ExperimentConfig &config, TrainingObserver &observer,
                         const StopFlag &stop, const RunOptions &options = {});
 
+// Goes on with the run in runDir from its last checkpoint (a stopped, failed or interrupted run), or
+// continues a completed one when epochs (> 0) is more than it has done. The result equals the
+// uninterrupted run's. Refused, leaving the folder as it was, when its config.json no longer matches
+// the checkpoint (epochs aside), when the checkpoint is unreadable, or while another process holds it.
+// On other nodes of a multi-node run, use runExperiment with the same config: node 0 sends them the state.
+RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const StopFlag &stop,
+                    const RunOptions &options = {}, int epochs = 0);
+
 } // namespace trainlab

@@ -11,6 +11,7 @@
 #include <QFile>
 #include <QHeaderView>
 #include <QImage>
+#include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
@@ -86,6 +87,7 @@ private Q_SLOTS:
     void invalidBatchSizeDisablesStart();
     void shortRunGrowsTheChartAndHistory();
     void stopEndsTheRunAsStopped();
+    void resumeAndContinueFromTheHistory();
     void aFailingRunSaysWhy();
     void saveThenOpenRestoresEveryField();
     void brokenFileLeavesTheFormUnchanged_data();
@@ -156,7 +158,7 @@ QString tst_MainWindow::fakeRun(const QString &name, const QList<double> &testAc
         m.epoch = i + 1;
         m.testAcc = testAcc[i];
         m.trainLoss = 1.0;
-        record.appendEpoch(m);
+        record.commitEpoch(m, std::string());
         result.epochs.push_back(m);
     }
     result.status = trainlab::RunStatus::Completed;
@@ -268,6 +270,61 @@ void tst_MainWindow::stopEndsTheRunAsStopped()
              QStringLiteral("stopped"));
     QCOMPARE(readJson(result.runDir.c_str() + QStringLiteral("/summary.json")).value("status").toString(),
              QStringLiteral("stopped"));
+}
+
+void tst_MainWindow::resumeAndContinueFromTheHistory()
+{
+    MainWindow window;
+    window.show();
+    enterShortExperiment(window, 6, 40);
+    QSignalSpy ended(&window, &MainWindow::runEnded);
+    QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(window.chart()->livePointCount() >= 1, 120000);
+    QTest::mouseClick(child<QPushButton>(window, "stopButton"), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 60000);
+    const int before = static_cast<int>(ended.last().first().value<trainlab::RunResult>().epochs.size());
+    QVERIFY(before >= 1 && before < 6);
+    auto *resume = window.findChild<QAction *>(QStringLiteral("resumeRunAction"));
+    auto *more = window.findChild<QAction *>(QStringLiteral("continueRunAction"));
+    QVERIFY(resume && more);
+    QVERIFY(!resume->isEnabled());
+    window.history()->selectRow(0);
+    QCOMPARE(window.historyModel()->data(window.historyModel()->index(0, RunHistoryModel::Status)).toString(),
+             QStringLiteral("stopped"));
+    QVERIFY(resume->isEnabled());
+    QVERIFY(!more->isEnabled());
+    QVERIFY(window.history()->actions().contains(resume));
+
+    resume->trigger();
+    QVERIFY(window.isRunning());
+    QVERIFY(!resume->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 2, 120000);
+    // One curve: the epochs from before the stop, then the resumed ones; the same folder, now completed.
+    QCOMPARE(window.chart()->livePointCount(), 6);
+    QCOMPARE(window.historyModel()->rowCount(), 1);
+    auto cell = [&](int column) { return window.historyModel()->data(window.historyModel()->index(0, column)).toString(); };
+    QCOMPARE(cell(RunHistoryModel::Status), QStringLiteral("completed"));
+    QCOMPARE(cell(RunHistoryModel::Epochs), QStringLiteral("6/6"));
+    const QString dir = QString::fromStdString(window.historyModel()->summary(0).dir);
+    QCOMPARE(trainlab::readMetrics(dir.toStdString()).size(), size_t(6));
+    QVERIFY(child<QPlainTextEdit>(window, "log")->toPlainText().contains(QStringLiteral("resuming after epoch %1 of 6").arg(before)));
+
+    window.history()->selectRow(0);
+    QVERIFY(!resume->isEnabled());
+    QVERIFY(more->isEnabled());
+    QTimer::singleShot(100, [] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        if (dialog) {
+            dialog->setIntValue(2);
+            dialog->accept();
+        }
+    });
+    more->trigger();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 3, 120000);
+    QCOMPARE(window.chart()->livePointCount(), 8);
+    QCOMPARE(cell(RunHistoryModel::Epochs), QStringLiteral("8/8"));
+    QCOMPARE(cell(RunHistoryModel::Status), QStringLiteral("completed"));
+    QCOMPARE(trainlab::readMetrics(dir.toStdString()).size(), size_t(8));
 }
 
 void tst_MainWindow::aFailingRunSaysWhy()

@@ -7,6 +7,7 @@
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentform.h"
+#include "ui/resumeactions.h"
 #include "ui/runhistorymodel.h"
 #include "ui/trainingrunner.h"
 
@@ -71,6 +72,7 @@ MainWindow::MainWindow(QWidget *parent)
     , m_chart(new AccuracyChart)
     , m_runner(new TrainingRunner(this))
     , m_historyModel(new RunHistoryModel(this))
+    , m_resumeActions(new ResumeActions(this))
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/org.trainlab.TrainLab.svg")));
@@ -92,6 +94,7 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_runner, &TrainingRunner::logLine, this, &MainWindow::appendLog);
     connect(m_runner, &TrainingRunner::finished, this, &MainWindow::onFinished);
     connect(m_runner, &TrainingRunner::idle, this, &MainWindow::onIdle);
+    connect(m_resumeActions, &ResumeActions::resumeRequested, this, [this](const QString &dir, int epochs) { resumeRun(dir, epochs); });
 
     setCleanConfig(ExperimentConfig{}, QString());
     m_historyModel->setRunsDir(runsDir());
@@ -238,6 +241,9 @@ void MainWindow::buildMenus()
     QMenu *run = menuBar()->addMenu(tr("&Run"));
     m_startAction = run->addAction(tr("&Start"), QKeySequence(tr("Ctrl+R")), this, &MainWindow::startRun);
     m_stopAction = run->addAction(tr("S&top"), QKeySequence(tr("Ctrl+.")), this, &MainWindow::stopRun);
+    run->addSeparator();
+    run->addAction(m_resumeActions->resumeAction());
+    run->addAction(m_resumeActions->continueAction());
 
     QMenu *history = menuBar()->addMenu(tr("&History"));
     m_useConfigAction = history->addAction(tr("&Use This Run's Configuration"), this, &MainWindow::useSelectedConfig);
@@ -249,7 +255,8 @@ void MainWindow::buildMenus()
     history->addSeparator();
     history->addAction(m_exportCsvAction);
     history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &MainWindow::refreshHistory);
-    m_history->addActions({m_useConfigAction, m_openFolderAction, m_deleteAction, m_exportCsvAction});
+    m_history->addActions({m_resumeActions->resumeAction(), m_resumeActions->continueAction(), m_useConfigAction,
+                           m_openFolderAction, m_deleteAction, m_exportCsvAction});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About TrainLab"), this, &MainWindow::about);
@@ -359,6 +366,10 @@ void MainWindow::updateActions()
     for (int row : rows)
         activeSelected |= QString::fromStdString(m_historyModel->summary(row).dir) == m_activeRunDir;
     m_deleteAction->setEnabled(!rows.isEmpty() && !activeSelected);
+    QVector<RunSummary> selected;
+    for (int row : rows)
+        selected.append(m_historyModel->summary(row));
+    m_resumeActions->update(selected, running);
     m_exportCsvAction->setEnabled(!rows.isEmpty());
 }
 
@@ -524,10 +535,34 @@ void MainWindow::startRun()
     if (m_runner->isRunning() || !m_form->isValid())
         return;
     const ExperimentConfig config = m_form->config();
+    prepareRunView(QString::fromStdString(config.name), config.epochs, devicesText(config.devices));
+    m_runner->start(config, runsDir());
+    updateActions();
+}
+
+void MainWindow::resumeRun(const QString &runDir, int epochs)
+{
+    if (m_runner->isRunning())
+        return;
+    ExperimentConfig config;
+    try {
+        config = ExperimentConfig::load(runDir.toStdString() + "/config.json");
+    } catch (const std::exception &e) {
+        showError(tr("Resume Run"), QString::fromStdString(e.what()));
+        return;
+    }
+    prepareRunView(QString::fromStdString(config.name), epochs > 0 ? epochs : config.epochs, devicesText(config.devices));
+    m_runner->resume(runDir, epochs);
+    updateActions();
+}
+
+void MainWindow::prepareRunView(const QString &name, int epochs, const QString &devices)
+{
     m_log->clear();
-    m_chart->beginRun(QString::fromStdString(config.name), config.epochs);
-    m_runEpochs = config.epochs;
-    m_runDevices = devicesText(config.devices);
+    m_chart->beginRun(name, epochs);
+    m_runEpochs = epochs;
+    m_epochsBefore = 0;
+    m_runDevices = devices;
     m_lastResult = RunResult{};
     m_epochLabel->setText(tr("Loading data…"));
     m_batchBar->setRange(0, 1);
@@ -536,8 +571,6 @@ void MainWindow::startRun()
     m_timeLabel->clear();
     m_statusDevices->setText(tr("Training on %1").arg(m_runDevices));
     m_runClock.start();
-    m_runner->start(config, runsDir());
-    updateActions();
 }
 
 void MainWindow::stopRun()
@@ -555,6 +588,10 @@ void MainWindow::onRunStarted(const RunInfo &info)
     m_runDevices = devicesText(info.devices);
     m_statusDevices->setText(tr("Training on %1").arg(m_runDevices));
     appendLog(QString::fromStdString(runStartedLine(info)));
+    // A resumed run is one curve: the epochs already trained first, then the new ones as they come.
+    m_epochsBefore = info.epochsDone;
+    for (const EpochMetrics &m : info.doneMetrics)
+        m_chart->addEpoch(m);
     m_historyModel->setActiveRunDir(m_activeRunDir);
     refreshHistory();
 }
@@ -568,8 +605,9 @@ void MainWindow::onBatch(const BatchProgress &p)
     m_batchBar->setValue(static_cast<int>(p.batch));
     m_speedLabel->setText(tr("%1 img/s").arg(p.imagesPerSecond, 0, 'f', 0));
     const qint64 elapsed = m_runClock.elapsed();
-    const double done = (static_cast<double>(p.epoch - 1) * static_cast<double>(p.batches) + static_cast<double>(p.batch))
-                        / (static_cast<double>(p.epochs) * static_cast<double>(std::max<std::int64_t>(1, p.batches)));
+    // Only this session's work: a resumed run's earlier epochs took no time here.
+    const double done = (static_cast<double>(p.epoch - 1 - m_epochsBefore) * static_cast<double>(p.batches) + static_cast<double>(p.batch))
+                        / (static_cast<double>(std::max(1, p.epochs - m_epochsBefore)) * static_cast<double>(std::max<std::int64_t>(1, p.batches)));
     const QString eta = done > 0.0 ? clock(static_cast<qint64>(static_cast<double>(elapsed) * (1.0 - done) / done))
                                    : QStringLiteral("–");
     m_timeLabel->setText(tr("elapsed %1, ETA %2").arg(clock(elapsed), eta));

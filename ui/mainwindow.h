@@ -20,6 +20,7 @@ namespace trainlab {
 
 class AccuracyChart;
 class ExperimentForm;
+class ResumeActions;
 class RunHistoryModel;
 class TrainingRunner;
 
@@ -54,6 +55,8 @@ public:
 public Q_SLOTS:
     void startRun();
     void stopRun();
+    // Resumes (epochs 0) or continues (to epochs in total) the run in runDir, as History > Resume Run does.
+    void resumeRun(const QString &runDir, int epochs = 0);
 
 Q_SIGNALS:
     // After a run's thread has ended and the history shows its final state.
@@ -84,6 +87,7 @@ private:
     void appendLog(const QString &line);
     void about();
 
+    void prepareRunView(const QString &name, int epochs, const QString &devices);
     void onRunStarted(const RunInfo &info);
     void onBatch(const BatchProgress &progress);
     void onEpoch(const EpochMetrics &metrics);
@@ -103,6 +107,7 @@ private:
     AccuracyChart *m_chart;
     TrainingRunner *m_runner;
     RunHistoryModel *m_historyModel;
+    ResumeActions *m_resumeActions;
     QTableView *m_history = nullptr;
     QPlainTextEdit *m_log = nullptr;
     QPushButton *m_startButton = nullptr;
@@ -131,6 +136,7 @@ private:
     QString m_runDevices;
     RunResult m_lastResult;
     int m_runEpochs = 0;
+    int m_epochsBefore = 0;         // a resumed run: epochs done before it started, left out of the ETA
     QElapsedTimer m_runClock;
     bool m_closeAfterStop = false;
 };

@@ -31,7 +31,19 @@ void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDi
     RunOptions options;
     options.runsDir = runsDir.toStdString();
     m_stop = std::make_shared<std::atomic<bool>>(false);
-    auto *worker = new TrainingWorker(config, options, m_stop);
+    launch(new TrainingWorker(config, options, m_stop));
+}
+
+void TrainingRunner::resume(const QString &runDir, int epochs)
+{
+    if (m_thread)
+        return;
+    m_stop = std::make_shared<std::atomic<bool>>(false);
+    launch(new TrainingWorker(ExperimentConfig{}, RunOptions{}, m_stop, runDir.toStdString(), epochs));
+}
+
+void TrainingRunner::launch(TrainingWorker *worker)
+{
     m_thread = new QThread(this);
     m_thread->setObjectName(QStringLiteral("training"));
     m_stopping = false;

@@ -26,6 +26,8 @@ public:
     bool isRunning() const { return m_thread != nullptr; }
     bool isStopping() const { return m_stopping; }
     void start(const ExperimentConfig &config, const QString &runsDir);
+    // Goes on with the run in runDir from its checkpoint; epochs > 0 continues a completed run to that many.
+    void resume(const QString &runDir, int epochs = 0);
     // The run ends within one batch; finished() follows.
     void stop();
 
@@ -39,6 +41,8 @@ Q_SIGNALS:
     void idle();
 
 private:
+    void launch(class TrainingWorker *worker);
+
     QThread *m_thread = nullptr;
     std::shared_ptr<std::atomic<bool>> m_stop;   // the engine reads it every step, before the all-reduce
     bool m_stopping = false;

@@ -41,15 +41,23 @@ private:
 
 } // namespace
 
-TrainingWorker::TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop)
-    : m_config(std::move(config)), m_options(std::move(options)), m_stop(std::move(stop))
+TrainingWorker::TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop,
+                               std::string resumeDir, int epochs)
+    : m_config(std::move(config))
+    , m_options(std::move(options))
+    , m_stop(std::move(stop))
+    , m_resumeDir(std::move(resumeDir))
+    , m_epochs(epochs)
 {}
 
 void TrainingWorker::run()
 {
     SignalObserver observer(*this, *thread());
     try {
-        runExperiment(m_config, observer, *m_stop, m_options);
+        if (m_resumeDir.empty())
+            runExperiment(m_config, observer, *m_stop, m_options);
+        else
+            resumeRun(m_resumeDir, observer, *m_stop, m_options, m_epochs);
     } catch (const std::exception &e) {
         // runExperiment reports its own failures; this is a thread or allocation that could not even start.
         RunResult result;

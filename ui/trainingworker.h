@@ -17,8 +17,10 @@ class TrainingWorker : public QObject
     Q_OBJECT
 
 public:
-    // stop is shared with the runner, which sets it from the GUI thread.
-    TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop);
+    // stop is shared with the runner, which sets it from the GUI thread. A non-empty resumeDir resumes
+    // (or, with epochs > 0, continues) that run instead of starting config.
+    TrainingWorker(ExperimentConfig config, RunOptions options, std::shared_ptr<const StopFlag> stop,
+                   std::string resumeDir = {}, int epochs = 0);
 
     void run();
 
@@ -33,6 +35,8 @@ private:
     ExperimentConfig m_config;
     RunOptions m_options;
     std::shared_ptr<const StopFlag> m_stop;
+    std::string m_resumeDir;
+    int m_epochs = 0;
 };
 
 } // namespace trainlab
