@@ -2,6 +2,7 @@
 
 #include "core/atomicfile.h"
 #include "core/devices.h"
+#include "core/idx.h"
 #include "core/datasetstore.h"
 #include "core/paths.h"
 
@@ -391,21 +392,37 @@ std::vector<std::string> ExperimentConfig::validate() const
     else if (dataset.path == "fashion-mnist") {
         if (const std::string hint = datasetMissingHint(dataset.path); !hint.empty())
             bad("dataset.path", hint, quote(dataset.path));
-    } else if (dataset.path != "builtin:sample" && !std::filesystem::is_directory(dataset.path, ec))
-        bad("dataset.path", "no such folder", quote(dataset.path));
+    } else if (dataset.path != "builtin:sample" && !std::filesystem::is_directory(dataset.path, ec)) {
+        bad("dataset.path", ec && ec != std::errc::no_such_file_or_directory ? "cannot be read (" + ec.message() + ")" : "no such folder",
+            quote(dataset.path));
+    }
+    // What `run` would refuse in the files themselves, from their headers only (never the pixels).
+    std::int64_t trainImages = 0;
+    if (problems.empty() && dataset.name == "fashion-mnist") {
+        const DatasetStatus data = inspectDataset(dataset.path);
+        if (!data.ok)
+            bad("dataset.path", data.message, quote(dataset.path));
+        else
+            trainImages = dataset.trainLimit > 0 ? std::min(dataset.trainLimit, data.trainCount) : data.trainCount;
+    }
     if (dataset.trainLimit < 0)
         bad("dataset.train_limit", "must be 0 (all) or more", str(dataset.trainLimit));
     if (dataset.testLimit < 0)
         bad("dataset.test_limit", "must be 0 (all) or more", str(dataset.testLimit));
     if (model.arch != "resnet18")
         bad("model.arch", "must be \"resnet18\"", quote(model.arch));
-    if (model.inChannels < 1 || model.inChannels > 64)
-        bad("model.in_channels", "must be between 1 and 64", str(model.inChannels));
+    if (model.inChannels != 1)
+        bad("model.in_channels", "must be 1 (Fashion-MNIST images are grayscale)", str(model.inChannels));
     if (model.numClasses < 2 || model.numClasses > 100000)
         bad("model.num_classes", "must be between 2 and 100000", str(model.numClasses));
     if (devices.empty())
         bad("devices", "must list at least one device", "[]");
-    for (std::size_t i = 0; i < devices.size(); ++i) {
+    // Each CPU replica is a thread with its own model copy: more than the cores only slows the run down.
+    const auto cpuReplicas = std::count(devices.begin(), devices.end(), std::string("cpu"));
+    if (cpuReplicas > logicalCores())
+        bad("devices", "lists \"cpu\" " + std::to_string(cpuReplicas) + " times; at most " + std::to_string(logicalCores())
+                           + " (this machine's logical cores)", std::to_string(devices.size()) + " entries");
+    for (std::size_t i = 0; i < devices.size() && i < 64; ++i) {
         const std::string why = checkDevice(devices[i]);
         if (!why.empty())
             bad("devices[" + std::to_string(i) + "]", why, quote(devices[i]));
@@ -420,6 +437,8 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("batch_size", "must be at least 1", str(batchSize));
     else if (batchSize > kMaxBatchSize)
         bad("batch_size", "must be at most " + std::to_string(kMaxBatchSize), str(batchSize));
+    else if (trainImages > 0 && batchSize > trainImages)
+        bad("batch_size", "must be at most the " + std::to_string(trainImages) + " training images", str(batchSize));
     else if (!devices.empty() && batchSize < static_cast<std::int64_t>(devices.size()))
         bad("batch_size", "must be at least the number of devices (" + std::to_string(devices.size()) + ")",
             str(batchSize));

@@ -5,7 +5,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <unistd.h>
 
 namespace trainlab {
 
@@ -13,37 +17,95 @@ namespace {
 
 constexpr std::uint32_t kImagesMagic = 2051;
 constexpr std::uint32_t kLabelsMagic = 2049;
+// ResNet-18 here trains on whole images; beyond this a batch no longer fits a workstation's memory.
+constexpr std::int64_t kMaxImageSide = 512;
 
-std::string readMaybeGzip(const std::string &path, std::size_t maxBytes = SIZE_MAX)
+// A raw or gzip IDX file, opened only when it is a regular file (a FIFO would block, /dev/zero never ends).
+class IdxReader
 {
-    if (!std::filesystem::is_regular_file(path))
-        throw DataError(path + ": file not found");
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (!file)
-        throw DataError(path + ": cannot open");
-    std::string data;
-    char buffer[1 << 16];
-    while (data.size() < maxBytes) {
-        const int n = gzread(file, buffer, sizeof buffer);
-        if (n < 0) {
-            int code = 0;
-            const std::string why = gzerror(file, &code);
-            gzclose(file);
-            throw DataError(path + ": corrupt gzip data (" + why + ")");
+public:
+    explicit IdxReader(const std::string &path) : m_path(path)
+    {
+        std::error_code ec;
+        const auto status = std::filesystem::status(path, ec);
+        if (ec && ec != std::errc::no_such_file_or_directory)
+            throw DataError(path + ": cannot be read: " + ec.message());
+        if (!std::filesystem::exists(status))
+            throw DataError(path + ": file not found");
+        if (!std::filesystem::is_regular_file(status))
+            throw DataError(path + ": not a regular file");
+        m_file = gzopen(path.c_str(), "rb");
+        if (!m_file)
+            throw DataError(path + ": cannot open: " + std::strerror(errno));
+    }
+    ~IdxReader()
+    {
+        if (m_file)
+            gzclose(m_file);
+    }
+    IdxReader(const IdxReader &) = delete;
+    IdxReader &operator=(const IdxReader &) = delete;
+
+    // Appends up to n bytes to out; fewer only where the data ends.
+    void read(std::string &out, std::uint64_t n)
+    {
+        char buffer[1 << 16];
+        while (n > 0) {
+            const unsigned want = static_cast<unsigned>(std::min<std::uint64_t>(n, sizeof buffer));
+            const int got = gzread(m_file, buffer, want);
+            if (got < 0) {
+                int code = 0;
+                throw DataError(m_path + ": corrupt gzip data (" + gzerror(m_file, &code) + ")");
+            }
+            if (got == 0) {
+                m_ended = true;
+                break;
+            }
+            out.append(buffer, static_cast<std::size_t>(got));
+            n -= static_cast<std::uint64_t>(got);
         }
-        if (n == 0)
-            break;
-        data.append(buffer, static_cast<std::size_t>(n));
+        int code = 0;
+        const char *why = gzerror(m_file, &code);
+        if (code != Z_OK && code != Z_STREAM_END)
+            throw DataError(m_path + ": corrupt gzip data (" + why + ")");
     }
-    int code = 0;
-    const char *why = gzerror(file, &code);
-    if (code != Z_OK && code != Z_STREAM_END) {
-        const std::string message = path + ": corrupt gzip data (" + why + ")";
-        gzclose(file);
-        throw DataError(message);
+
+    bool compressed() { return gzdirect(m_file) == 0; }
+
+    // After the data ended: a gzip stream must also end cleanly (its length and CRC check).
+    void close()
+    {
+        const int code = gzclose(m_file);
+        m_file = nullptr;
+        if (code != Z_OK)
+            throw DataError(m_path + ": corrupt gzip data (truncated or bad checksum)");
     }
-    if (gzclose(file) != Z_OK && maxBytes == SIZE_MAX)
-        throw DataError(path + ": corrupt gzip data (truncated or bad checksum)");
+
+private:
+    std::string m_path;
+    gzFile m_file = nullptr;
+    bool m_ended = false;
+};
+
+// The payload after the header, read no further than one byte past what the header announces, so a
+// file (or a gzip bomb) longer than that is refused without inflating it.
+std::string readPayload(IdxReader &reader, const std::string &path, std::uint64_t headerBytes, std::uint64_t expected)
+{
+    std::string data;
+    data.reserve(static_cast<std::size_t>(expected));
+    reader.read(data, expected + 1);
+    if (data.size() < expected)
+        throw DataError(path + ": truncated: header says " + std::to_string(expected) + " bytes of data, file has "
+                        + std::to_string(data.size()));
+    if (data.size() > expected) {
+        std::error_code ec;
+        const std::uint64_t size = std::filesystem::file_size(path, ec);
+        if (!reader.compressed() && !ec)
+            throw DataError(path + ": " + std::to_string(size - headerBytes - expected)
+                            + " bytes more than its header says (" + std::to_string(expected) + ")");
+        throw DataError(path + ": more data than its header says (" + std::to_string(expected) + " bytes)");
+    }
+    reader.close();
     return data;
 }
 
@@ -63,41 +125,52 @@ void checkHeader(const std::string &path, const std::string &data, std::uint32_t
         throw DataError(path + ": too short for an IDX header (" + std::to_string(data.size()) + " bytes)");
 }
 
-void checkSize(const std::string &path, std::size_t actual, std::uint64_t expected)
+std::vector<std::uint8_t> toBytes(const std::string &data)
 {
-    if (actual < expected)
-        throw DataError(path + ": truncated: header says " + std::to_string(expected) + " bytes of data, file has "
-                        + std::to_string(actual));
-    if (actual > expected)
-        throw DataError(path + ": " + std::to_string(actual - expected)
-                        + " bytes more than its header says (" + std::to_string(expected) + ")");
+    return std::vector<std::uint8_t>(data.begin(), data.end());
+}
+
+// Refused before reading: the pixels once as bytes, the bound of what this machine could hold.
+void checkMemory(const std::string &path, std::uint64_t pixelBytes)
+{
+    const std::uint64_t physical = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    if (physical > 0 && pixelBytes > physical / 2)
+        throw DataError(path + ": its images need " + std::to_string(pixelBytes >> 20) + " MB of memory to load, more than half of this machine's "
+                        + std::to_string(physical >> 20) + " MB");
 }
 
 } // namespace
 
 IdxImages readIdxImages(const std::string &path)
 {
-    const std::string data = readMaybeGzip(path);
-    checkHeader(path, data, kImagesMagic, 3);
+    IdxReader reader(path);
+    std::string head;
+    reader.read(head, 16);
+    checkHeader(path, head, kImagesMagic, 3);
     IdxImages images;
-    images.count = bigEndian(data, 4);
-    images.rows = bigEndian(data, 8);
-    images.cols = bigEndian(data, 12);
-    if (images.rows == 0 || images.cols == 0 || images.rows > 4096 || images.cols > 4096)
+    images.count = bigEndian(head, 4);
+    images.rows = bigEndian(head, 8);
+    images.cols = bigEndian(head, 12);
+    if (images.rows == 0 || images.cols == 0)
         throw DataError(path + ": bad image size " + std::to_string(images.rows) + "x" + std::to_string(images.cols));
+    if (images.rows > kMaxImageSide || images.cols > kMaxImageSide)
+        throw DataError(path + ": images of " + std::to_string(images.rows) + "x" + std::to_string(images.cols)
+                        + " pixels are larger than TrainLab's ResNet-18 trains (at most " + std::to_string(kMaxImageSide)
+                        + "x" + std::to_string(kMaxImageSide) + ")");
     const std::uint64_t expected = std::uint64_t(images.count) * images.rows * images.cols;
-    checkSize(path, data.size() - 16, expected);
-    images.pixels.assign(data.begin() + 16, data.end());
+    checkMemory(path, expected);
+    images.pixels = toBytes(readPayload(reader, path, 16, expected));
     return images;
 }
 
 std::vector<std::uint8_t> readIdxLabels(const std::string &path)
 {
-    const std::string data = readMaybeGzip(path);
-    checkHeader(path, data, kLabelsMagic, 1);
-    const std::uint64_t count = bigEndian(data, 4);
-    checkSize(path, data.size() - 8, count);
-    return std::vector<std::uint8_t>(data.begin() + 8, data.end());
+    IdxReader reader(path);
+    std::string head;
+    reader.read(head, 8);
+    checkHeader(path, head, kLabelsMagic, 1);
+    const std::uint64_t count = bigEndian(head, 4);
+    return toBytes(readPayload(reader, path, 8, count));
 }
 
 DatasetFiles findDatasetFiles(const std::string &folder)
@@ -106,7 +179,9 @@ DatasetFiles findDatasetFiles(const std::string &folder)
     auto find = [&](const char *base, std::string &out) {
         for (const std::string &name : {std::string(base) + ".gz", std::string(base)}) {
             const std::string candidate = (std::filesystem::path(folder) / name).string();
-            if (std::filesystem::is_regular_file(candidate)) {
+            std::error_code ec;
+            // Anything there (a FIFO, a folder, an unreadable file) is taken, so the reader names what is wrong with it.
+            if (std::filesystem::exists(std::filesystem::symlink_status(candidate, ec))) {
                 out = candidate;
                 return;
             }
@@ -139,7 +214,8 @@ DatasetStatus inspectDataset(const std::string &path)
     const std::string folder = resolveDatasetPath(path);
     std::error_code ec;
     if (!std::filesystem::is_directory(folder, ec)) {
-        status.message = "no such folder: " + folder;
+        status.message = ec && ec != std::errc::no_such_file_or_directory ? folder + ": cannot be read: " + ec.message()
+                                                                          : "no such folder: " + folder;
         return status;
     }
     const DatasetFiles files = findDatasetFiles(folder);
@@ -149,13 +225,23 @@ DatasetStatus inspectDataset(const std::string &path)
             status.message += " " + m;
         return status;
     }
-    auto count = [](const std::string &file, std::uint32_t magic) -> std::int64_t {
-        const std::string head = readMaybeGzip(file, 16);
-        checkHeader(file, head, magic, 1);
+    auto count = [&status](const std::string &file, std::uint32_t magic, bool trainImages = false) -> std::int64_t {
+        IdxReader reader(file);
+        std::string head;
+        reader.read(head, 16);
+        checkHeader(file, head, magic, magic == kImagesMagic ? 3 : 1);
+        if (trainImages) {
+            status.rows = bigEndian(head, 8);
+            status.cols = bigEndian(head, 12);
+            if (status.rows < 8 || status.cols < 8 || status.rows > kMaxImageSide || status.cols > kMaxImageSide)
+                throw DataError(file + ": images of " + std::to_string(status.rows) + "x" + std::to_string(status.cols)
+                                + " pixels; TrainLab's ResNet-18 trains 8x8 up to " + std::to_string(kMaxImageSide) + "x"
+                                + std::to_string(kMaxImageSide));
+        }
         return bigEndian(head, 4);
     };
     try {
-        status.trainCount = count(files.trainImages, kImagesMagic);
+        status.trainCount = count(files.trainImages, kImagesMagic, true);
         status.testCount = count(files.testImages, kImagesMagic);
         const std::int64_t trainLabels = count(files.trainLabels, kLabelsMagic);
         const std::int64_t testLabels = count(files.testLabels, kLabelsMagic);

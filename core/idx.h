@@ -40,6 +40,7 @@ struct DatasetStatus
     bool ok = false;
     std::int64_t trainCount = 0;
     std::int64_t testCount = 0;
+    std::int64_t rows = 0, cols = 0;    // of the training images
     std::string message;
 };
 DatasetStatus inspectDataset(const std::string &path);

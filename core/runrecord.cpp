@@ -269,7 +269,12 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     const bool last = m_checkpoints == "last" || m_checkpoints == "last+best";
     if (!checkpointBytes.empty()) {
         if (last) {
-            writeFileAtomic(checkpointPath(), checkpointBytes);
+            try {
+                writeFileAtomic(checkpointPath(), checkpointBytes);
+            } catch (const std::exception &e) {
+                throw std::runtime_error("runs folder: " + std::string(e.what())
+                                         + (m_summary.checkpointEpoch > 0 ? "; checkpoint.pt of epoch " + std::to_string(m_summary.checkpointEpoch) + " is kept" : ""));
+            }
             m_summary.checkpointEpoch = m.epoch;
         }
         if (best) {

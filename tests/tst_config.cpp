@@ -19,6 +19,7 @@ private Q_SLOTS:
     void invalid();
     void validateListsEveryProblem();
     void largestSeedRoundTrips();
+    void validateReadsTheHeaders();
     void presets();
     void unreadableFile();
     void notAConfigFile_data();
@@ -119,6 +120,11 @@ void tst_Config::invalid_data()
     QTest::newRow("limit float beyond int64") << R"({"dataset": {"train_limit": 1e19}})" << "dataset.train_limit: must be an integer from 0 to 9223372036854775807, got 1e19";
     QTest::newRow("limit beyond int64") << R"({"dataset": {"test_limit": 18446744073709551615}})" << "dataset.test_limit: must be an integer from 0 to 9223372036854775807, got 18446744073709551615";
     QTest::newRow("batch huge") << R"({"batch_size": 9223372036854775807})" << "batch_size: must be at most 1000000, got 9223372036854775807";
+    QTest::newRow("in channels") << R"({"model": {"in_channels": 3}})" << "model.in_channels: must be 1 (Fashion-MNIST images are grayscale), got 3";
+    QTest::newRow("cpu replicas beyond cores") << "{\"devices\": [" + QStringList(5000, QStringLiteral("\"cpu\"")).join(',') + "]}"
+                                               << "devices: lists \"cpu\" 5000 times; at most";
+    QTest::newRow("batch above data") << R"({"batch_size": 5000})" << "batch_size: must be at most the 2000 training images, got 5000";
+    QTest::newRow("batch above limit") << R"({"batch_size": 200, "dataset": {"train_limit": 100}})" << "batch_size: must be at most the 100 training images, got 200";
     QTest::newRow("duplicate key") << R"({"epochs": 5, "epochs": 6})" << "epochs: duplicate key";
     QTest::newRow("duplicate nested key") << R"({"dataset": {"path": "builtin:sample", "path": "/"}})" << "dataset.path: duplicate key";
 }
@@ -157,6 +163,41 @@ void tst_Config::validateListsEveryProblem()
     } catch (const ConfigError &e) {
         QCOMPARE(e.problems().size(), size_t(2));
     }
+}
+
+// What `run` would refuse in the files, validate says too, from the headers alone.
+void tst_Config::validateReadsTheHeaders()
+{
+    QTemporaryDir dir;
+    auto write = [&](const char *name, const QByteArray &bytes) {
+        QFile f(dir.filePath(QString::fromLatin1(name)));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(bytes);
+    };
+    ExperimentConfig c;
+    c.dataset.path = dir.path().toStdString();
+    auto problems = [&] {
+        std::string all;
+        for (const auto &p : c.validate())
+            all += p + "\n";
+        return all;
+    };
+    QVERIFY2(problems().find("dataset.path: missing: train-images-idx3-ubyte[.gz]") == 0, problems().c_str());
+    const QByteArray imagesHead("\0\0\x08\x03\0\0\0\x0a\0\0\0\x1c\0\0\0\x1c", 16);
+    const QByteArray labelsHead("\0\0\x08\x01\0\0\0\x0a", 8);
+    write("train-images-idx3-ubyte", QByteArray("\0\0\x08\x01\0\0\0\x0a", 8));
+    write("train-labels-idx1-ubyte", labelsHead);
+    write("t10k-images-idx3-ubyte", imagesHead);
+    write("t10k-labels-idx1-ubyte", labelsHead);
+    QVERIFY2(problems().find("wrong magic number 2049, expected 2051") != std::string::npos, problems().c_str());
+    write("train-images-idx3-ubyte", QByteArray("\0\0\x08\x03\0\0\0\x0a\0\0\0\x04\0\0\0\x04", 16));
+    QVERIFY2(problems().find("images of 4x4 pixels; TrainLab's ResNet-18 trains 8x8 up to 512x512") != std::string::npos, problems().c_str());
+    write("train-images-idx3-ubyte", imagesHead);
+    write("train-labels-idx1-ubyte", QByteArray("\0\0\x08\x01\0\0\0\x09", 8));
+    QVERIFY2(problems().find("image and label counts differ") != std::string::npos, problems().c_str());
+    write("train-labels-idx1-ubyte", labelsHead);
+    c.batchSize = 10;
+    QCOMPARE(problems(), std::string());
 }
 
 void tst_Config::largestSeedRoundTrips()

@@ -8,6 +8,8 @@
 #include <QtTest>
 
 #include <fstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 using trainlab::DataError;
 
@@ -70,6 +72,9 @@ private Q_SLOTS:
     void balancedSubset();
     void permutation();
     void inspect();
+    void notRegularFiles_data();
+    void notRegularFiles();
+    void gzipBombStopsEarly();
 
 private:
     QTemporaryDir m_dir;
@@ -117,6 +122,12 @@ void tst_Idx::rejects_data()
     QTest::newRow("zero size") << QByteArray::fromStdString(header(2051, {1, 0, 28})) << false << true << "bad image size";
     QByteArray corrupt("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03garbage-not-deflate-data", 34);
     QTest::newRow("corrupt gzip") << corrupt << false << true << "corrupt gzip data";
+    QTest::newRow("extra gz data") << QByteArray::fromStdString(good + std::string(1000, 'x')) << true << true
+                                   << "more data than its header says (3136 bytes)";
+    QTest::newRow("too large images") << QByteArray::fromStdString(header(2051, {1, 600, 600})) << false << true
+                                      << "images of 600x600 pixels are larger than TrainLab's ResNet-18 trains (at most 512x512)";
+    QTest::newRow("beyond memory") << QByteArray::fromStdString(header(2051, {4000000000u, 512, 512})) << false << true
+                                   << "MB of memory to load, more than half of this machine's";
 }
 
 void tst_Idx::rejects()
@@ -226,6 +237,69 @@ void tst_Idx::inspect()
     const auto none = trainlab::inspectDataset(empty.path().toStdString());
     QVERIFY(!none.ok);
     QVERIFY(none.message.find("missing: train-images-idx3-ubyte[.gz]") == 0);
+}
+
+void tst_Idx::notRegularFiles_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("fifo") << "fifo";
+    QTest::newRow("directory") << "directory";
+    QTest::newRow("device") << "device";
+}
+
+// Each would block or never end if opened: refused at once, by name, in the reader and in inspect.
+void tst_Idx::notRegularFiles()
+{
+    QFETCH(QString, kind);
+    QTemporaryDir dir;
+    const std::string images = dir.filePath("train-images-idx3-ubyte").toStdString();
+    if (kind == "fifo")
+        QCOMPARE(::mkfifo(images.c_str(), 0600), 0);
+    else if (kind == "directory")
+        QVERIFY(QDir().mkdir(QString::fromStdString(images)));
+    else
+        QVERIFY(QFile::link(QStringLiteral("/dev/zero"), QString::fromStdString(images)));
+    writeRaw(dir.filePath("train-labels-idx1-ubyte").toStdString(), labels(4));
+    writeRaw(dir.filePath("t10k-images-idx3-ubyte").toStdString(), ::images(4));
+    writeRaw(dir.filePath("t10k-labels-idx1-ubyte").toStdString(), labels(4));
+    QElapsedTimer clock;
+    clock.start();
+    try {
+        trainlab::readIdxImages(images);
+        QFAIL("expected DataError");
+    } catch (const DataError &e) {
+        QCOMPARE(std::string(e.what()), images + ": not a regular file");
+    }
+    const auto status = trainlab::inspectDataset(dir.path().toStdString());
+    QVERIFY(!status.ok);
+    QCOMPARE(status.message, images + ": not a regular file");
+    QVERIFY(clock.elapsed() < 5000);
+}
+
+// A small .gz whose header says 200 images but which inflates to 64 MB: refused after the announced bytes.
+void tst_Idx::gzipBombStopsEarly()
+{
+    const std::string file = path("bomb.gz");
+    gzFile f = gzopen(file.c_str(), "wb9");
+    const std::string head = header(2051, {200, 28, 28});
+    gzwrite(f, head.data(), static_cast<unsigned>(head.size()));
+    const std::string zeros(1 << 20, '\0');
+    for (int i = 0; i < 64; ++i)
+        gzwrite(f, zeros.data(), static_cast<unsigned>(zeros.size()));
+    gzclose(f);
+    QVERIFY(QFileInfo(QString::fromStdString(file)).size() < 1 << 20);
+    struct rusage before {};
+    ::getrusage(RUSAGE_SELF, &before);
+    try {
+        trainlab::readIdxImages(file);
+        QFAIL("expected DataError");
+    } catch (const DataError &e) {
+        QVERIFY2(std::string(e.what()).find("more data than its header says (156800 bytes)") != std::string::npos, e.what());
+    }
+    struct rusage after {};
+    ::getrusage(RUSAGE_SELF, &after);
+    // Peak memory grew by far less than the 64 MB the file inflates to.
+    QVERIFY2(after.ru_maxrss - before.ru_maxrss < 16 * 1024, std::to_string(after.ru_maxrss - before.ru_maxrss).c_str());
 }
 
 QTEST_APPLESS_MAIN(tst_Idx)

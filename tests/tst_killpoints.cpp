@@ -119,6 +119,7 @@ private Q_SLOTS:
     void initTestCase();
     void killAt_data();
     void killAt();
+    void diskFullKeepsTheLastCheckpoint();
     void cleanupTestCase();
 
 private:
@@ -235,6 +236,38 @@ void tst_KillPoints::killAt()
     QCOMPARE(checkpointDigest(dir + "/checkpoint.pt"), m_straightDigest);
     QCOMPARE(learningColumns(dir), m_straightColumns);
     QVERIFY(invalidFiles(dir).isEmpty());
+}
+
+// A runs folder on a 150 MB tmpfs (a private mount namespace): epoch 1's 90 MB checkpoint fits, epoch 2's does not.
+void tst_KillPoints::diskFullKeepsTheLastCheckpoint()
+{
+    const QString mount = m_dir.filePath(QStringLiteral("small-disk"));
+    const QString copy = m_dir.filePath(QStringLiteral("after-full"));
+    QDir().mkpath(mount);
+    const QString script = QStringLiteral(
+        "mount -t tmpfs -o size=150m none \"$1\" || exit 97; \"$2\" run \"$3\" --runs-dir \"$1/runs\"; echo \"rc=$?\"; cp -r \"$1/runs\" \"$4\"");
+    QProcess p;
+    p.start(QStringLiteral("unshare"), {QStringLiteral("-rm"), QStringLiteral("sh"), QStringLiteral("-c"), script, QStringLiteral("sh"),
+                                         mount, QStringLiteral(TRAINLAB_CLI), m_config, copy});
+    QVERIFY(p.waitForFinished(240000));
+    const QString out = QString::fromUtf8(p.readAllStandardOutput() + p.readAllStandardError());
+    if (p.exitStatus() != QProcess::NormalExit || p.exitCode() == 97 || !out.contains(QStringLiteral("rc=")))
+        QSKIP(qPrintable(QStringLiteral("this machine cannot mount a private tmpfs: ") + out.left(200)));
+    QVERIFY2(out.contains(QStringLiteral("rc=1")), qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("No space left on device; checkpoint.pt of epoch 1 is kept")), qPrintable(out));
+    const auto listed = trainlab::listRuns(copy.toStdString());
+    QCOMPARE(listed.size(), size_t(1));
+    const std::string dir = listed.front().dir;
+    QCOMPARE(listed.front().status, std::string("failed"));
+    QVERIFY2(listed.front().error.find("runs folder: ") != std::string::npos, listed.front().error.c_str());
+    QCOMPARE(listed.front().epochsDone, 1);
+    QCOMPARE(temporaries(QString::fromStdString(dir)), QStringList());
+    QVERIFY(invalidFiles(dir).isEmpty());
+    // Space again: the run goes on from epoch 1 to the uninterrupted result.
+    QString resumed;
+    QCOMPARE(wait(cli({QStringLiteral("resume"), QString::fromStdString(dir)}), &resumed), 0);
+    QCOMPARE(checkpointDigest(dir + "/checkpoint.pt"), m_straightDigest);
+    QCOMPARE(learningColumns(dir), m_straightColumns);
 }
 
 void tst_KillPoints::cleanupTestCase()
