@@ -349,6 +349,8 @@ void tst_MainWindow::aFailingRunSaysWhy()
     enterShortExperiment(window, 1, 0);
     child<QComboBox>(window, "datasetKind")->setCurrentIndex(2);
     retype(child<QLineEdit>(window, "datasetPath"), folder);
+    // validate reads the headers: a batch above their 10 images would be refused before the run.
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("5"));
     QVERIFY2(window.form()->isValid(), qPrintable(window.form()->problems().join('\n')));
     QSignalSpy ended(&window, &MainWindow::runEnded);
     QTest::mouseClick(child<QPushButton>(window, "startButton"), Qt::LeftButton);
