@@ -146,6 +146,20 @@ int runsCommand(const trainlab::CliArgs &args)
     return 0;
 }
 
+// Where the run keeps its record and how this process meets the other nodes; Ctrl-C and SIGTERM stop it.
+trainlab::RunOptions runOptions(const trainlab::CliArgs &args)
+{
+    trainlab::RunOptions options;
+    options.runsDir = args.runsDir;
+    options.node.nnodes = args.nnodes;
+    options.node.nodeRank = args.nodeRank;
+    options.node.masterAddr = args.masterAddr;
+    options.node.masterPort = args.masterPort;
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    return options;
+}
+
 int printProblems(const std::string &origin, const std::vector<std::string> &problems)
 {
     std::fprintf(stderr, "%s: invalid configuration:\n", origin.c_str());
@@ -186,16 +200,9 @@ int main(int argc, char **argv)
     if (args.command == "runs")
         return runsCommand(args);
     if (args.command == "resume") {
-        trainlab::RunOptions options;
-        options.node.nnodes = args.nnodes;
-        options.node.nodeRank = args.nodeRank;
-        options.node.masterAddr = args.masterAddr;
-        options.node.masterPort = args.masterPort;
-        std::signal(SIGINT, onSignal);
-        std::signal(SIGTERM, onSignal);
         ConsoleObserver observer;
         const trainlab::RunResult result
-            = trainlab::resumeRun(args.configPath, observer, g_stop, options, args.epochs.value_or(0));
+            = trainlab::resumeRun(args.configPath, observer, g_stop, runOptions(args), args.epochs.value_or(0));
         // Refused before training (changed config, unreadable checkpoint, run in use): as a config error.
         if (result.status == trainlab::RunStatus::Failed && !observer.m_started)
             return 2;
@@ -235,16 +242,7 @@ int main(int argc, char **argv)
     if (!problems.empty())
         return printProblems(origin, problems);
 
-    trainlab::RunOptions options;
-    options.runsDir = args.runsDir;
-    options.node.nnodes = args.nnodes;
-    options.node.nodeRank = args.nodeRank;
-    options.node.masterAddr = args.masterAddr;
-    options.node.masterPort = args.masterPort;
-    std::signal(SIGINT, onSignal);
-    std::signal(SIGTERM, onSignal);
     ConsoleObserver observer;
-    observer.m_epochs = config.epochs;
-    const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, options);
+    const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, runOptions(args));
     return result.status == trainlab::RunStatus::Completed ? 0 : 1;
 }

@@ -4,6 +4,8 @@
 #include "core/model.h"
 #include "core/runrecord.h"
 
+#include "runcheck.h"
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -27,20 +29,6 @@ ExperimentConfig tinyConfig()
     c.seed = 11;
     c.cpuThreads = 2;
     return c;
-}
-
-QByteArray fileBytes(const QString &path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-QStringList learningColumns(const std::string &runDir)
-{
-    QStringList rows;
-    for (const auto &m : trainlab::readMetrics(runDir))
-        rows << QStringLiteral("%1,%2,%3,%4").arg(m.epoch).arg(m.trainLoss, 0, 'f', 6).arg(m.trainAcc, 0, 'f', 6).arg(m.testAcc, 0, 'f', 6);
-    return rows;
 }
 
 std::string checkpointDigest(const std::string &path)
@@ -67,7 +55,7 @@ QStringList invalidFiles(const std::string &dir)
     }
     trainlab::RunSummary summary;
     try {
-        if (!nlohmann::json::parse(fileBytes(QString::fromStdString(dir + "/summary.json")).toStdString()).is_object())
+        if (!nlohmann::json::parse(fileBytes(dir + "/summary.json").toStdString()).is_object())
             bad << QStringLiteral("summary.json: not an object");
         summary = trainlab::readRunSummary(dir);
     } catch (const std::exception &e) {
@@ -85,7 +73,7 @@ QStringList invalidFiles(const std::string &dir)
             bad << QString::fromUtf8(e.what());
         }
     }
-    const QByteArray metrics = fileBytes(QString::fromStdString(dir + "/metrics.csv"));
+    const QByteArray metrics = fileBytes(dir + "/metrics.csv");
     if (!metrics.endsWith('\n'))
         bad << QStringLiteral("metrics.csv: ends inside a row");
     try {

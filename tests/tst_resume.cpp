@@ -5,6 +5,7 @@
 #include "core/runrecord.h"
 #include "core/trainer.h"
 
+#include "runcheck.h"
 #include "testutil.h"
 
 #include <QProcess>
@@ -63,52 +64,10 @@ std::string logDigest(const std::vector<std::string> &logs)
     return {};
 }
 
-// The columns that do not depend on the clock.
-QStringList learningColumns(const std::string &runDir)
-{
-    QStringList rows;
-    for (const auto &m : trainlab::readMetrics(runDir))
-        rows << QStringLiteral("%1,%2,%3,%4").arg(m.epoch).arg(m.trainLoss, 0, 'f', 6).arg(m.trainAcc, 0, 'f', 6).arg(m.testAcc, 0, 'f', 6);
-    return rows;
-}
-
-QByteArray fileBytes(const std::string &path)
-{
-    QFile f(QString::fromStdString(path));
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
 QString cliDigest(const QString &out)
 {
     const auto m = QRegularExpression(QStringLiteral("final weights digest: ([0-9a-f]{16})")).match(out);
     return m.hasMatch() ? m.captured(1) : QString();
-}
-
-struct Outcome
-{
-    int exitCode = -1;
-    QString out, err;
-};
-
-Outcome finish(QProcess *p, int timeoutMs = 240000)
-{
-    Outcome o;
-    if (!p->waitForFinished(timeoutMs))
-        p->kill();
-    p->waitForFinished();
-    o.exitCode = p->exitStatus() == QProcess::NormalExit ? p->exitCode() : -1;
-    o.out = QString::fromUtf8(p->readAllStandardOutput());
-    o.err = QString::fromUtf8(p->readAllStandardError());
-    delete p;
-    return o;
-}
-
-QProcess *start(const QStringList &args, const QProcessEnvironment &env = QProcessEnvironment::systemEnvironment())
-{
-    auto *p = new QProcess;
-    p->setProcessEnvironment(env);
-    p->start(QStringLiteral(TRAINLAB_CLI), args);
-    return p;
 }
 
 } // namespace
@@ -383,14 +342,14 @@ void tst_Resume::twoNodesResume()
     const int base = 21000 + static_cast<int>(QCoreApplication::applicationPid() % 9000) * 3;
     auto pair = [&](const QStringList &first, int port, const QProcessEnvironment &env0) {
         const QStringList nodes = {QStringLiteral("--nnodes"), QStringLiteral("2"), QStringLiteral("--master-port"), QString::number(port)};
-        QProcess *p0 = start(first + nodes + QStringList{QStringLiteral("--node-rank"), QStringLiteral("0")}, env0);
-        QProcess *p1 = start(QStringList{QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs + QStringLiteral("-1")}
+        QProcess *p0 = startCli(first + nodes + QStringList{QStringLiteral("--node-rank"), QStringLiteral("0")}, env0);
+        QProcess *p1 = startCli(QStringList{QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs + QStringLiteral("-1")}
                              + nodes + QStringList{QStringLiteral("--node-rank"), QStringLiteral("1")});
         return std::make_pair(p0, p1);
     };
     const auto env = QProcessEnvironment::systemEnvironment();
     auto straight = pair({QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs + QStringLiteral("-straight")}, base, env);
-    const Outcome s0 = finish(straight.first), s1 = finish(straight.second);
+    const CliOutcome s0 = finishCli(straight.first), s1 = finishCli(straight.second);
     QVERIFY2(s0.exitCode == 0, qPrintable(s0.out + s0.err));
     QVERIFY2(s1.exitCode == 0, qPrintable(s1.out + s1.err));
 
@@ -402,15 +361,15 @@ void tst_Resume::twoNodesResume()
     QTRY_VERIFY_WITH_TIMEOUT((err += QString::fromUtf8(killed.first->readAllStandardError())).contains(QStringLiteral("TRAINLAB_PAUSED epoch-end")), 120000);
     killed.first->kill();
     killed.second->kill();
-    finish(killed.first);
-    finish(killed.second);
+    finishCli(killed.first);
+    finishCli(killed.second);
     const auto listed = trainlab::listRuns(runs.toStdString());
     QCOMPARE(listed.size(), size_t(1));
     QCOMPARE(listed.front().status, std::string("interrupted"));
     QCOMPARE(listed.front().epochsDone, 1);
 
     auto resumed = pair({QStringLiteral("resume"), QString::fromStdString(listed.front().dir)}, base + 2, env);
-    const Outcome r0 = finish(resumed.first), r1 = finish(resumed.second);
+    const CliOutcome r0 = finishCli(resumed.first), r1 = finishCli(resumed.second);
     QVERIFY2(r0.exitCode == 0, qPrintable(r0.out + r0.err));
     QVERIFY2(r1.exitCode == 0, qPrintable(r1.out + r1.err));
     QVERIFY2(r1.out.contains(QStringLiteral("epoch 2/3")) && !r1.out.contains(QStringLiteral("epoch 1/3")), qPrintable(r1.out));
@@ -425,22 +384,22 @@ void tst_Resume::cliResumeAndRuns()
     const QString runs = m_dir.filePath(QStringLiteral("cli-runs"));
     const QString config = m_dir.filePath(QStringLiteral("cli.json"));
     tiny(2).save(config.toStdString());
-    const Outcome first = finish(start({QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs}));
+    const CliOutcome first = finishCli(startCli({QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs}));
     QVERIFY2(first.exitCode == 0, qPrintable(first.err));
     const std::string dir = trainlab::listRuns(runs.toStdString()).front().dir;
-    const Outcome list = finish(start({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs}));
+    const CliOutcome list = finishCli(startCli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs}));
     QCOMPARE(list.exitCode, 0);
     QVERIFY2(QRegularExpression(QStringLiteral("resume\\s+completed\\s+2/2\\s+0\\.\\d{4}")).match(list.out).hasMatch(), qPrintable(list.out));
-    const Outcome nothing = finish(start({QStringLiteral("resume"), QString::fromStdString(dir)}));
+    const CliOutcome nothing = finishCli(startCli({QStringLiteral("resume"), QString::fromStdString(dir)}));
     QCOMPARE(nothing.exitCode, 2);
     QVERIFY2(nothing.err.contains(QStringLiteral("all 2 epochs are done; give more epochs")), qPrintable(nothing.err));
-    const Outcome lr = finish(start({QStringLiteral("resume"), QString::fromStdString(dir), QStringLiteral("--lr"), QStringLiteral("1")}));
+    const CliOutcome lr = finishCli(startCli({QStringLiteral("resume"), QString::fromStdString(dir), QStringLiteral("--lr"), QStringLiteral("1")}));
     QCOMPARE(lr.exitCode, 2);
     QVERIFY2(lr.err.contains(QStringLiteral("resume: --lr cannot change a run being resumed")), qPrintable(lr.err));
-    const Outcome missing = finish(start({QStringLiteral("resume"), m_dir.filePath(QStringLiteral("nope"))}));
+    const CliOutcome missing = finishCli(startCli({QStringLiteral("resume"), m_dir.filePath(QStringLiteral("nope"))}));
     QCOMPARE(missing.exitCode, 2);
     QVERIFY2(missing.err.contains(QStringLiteral("nope: not a run folder")), qPrintable(missing.err));
-    const Outcome more = finish(start({QStringLiteral("resume"), QString::fromStdString(dir), QStringLiteral("--epochs"), QStringLiteral("3")}));
+    const CliOutcome more = finishCli(startCli({QStringLiteral("resume"), QString::fromStdString(dir), QStringLiteral("--epochs"), QStringLiteral("3")}));
     QVERIFY2(more.exitCode == 0, qPrintable(more.out + more.err));
     QVERIFY2(more.out.contains(QStringLiteral("resuming after epoch 2 of 3")) && more.out.contains(QStringLiteral("epoch 3/3")), qPrintable(more.out));
     QCOMPARE(trainlab::readMetrics(dir).size(), size_t(3));
