@@ -1,13 +1,16 @@
 #include "cliargs.h"
 #include "downloadconsole.h"
 
+#include "core/atomicfile.h"
 #include "core/config.h"
 #include "core/datasetstore.h"
 #include "core/devices.h"
 #include "core/download.h"
 #include "core/paths.h"
+#include "core/queue.h"
 #include "core/report.h"
 #include "core/runrecord.h"
+#include "core/sweepreport.h"
 #include "core/trainer.h"
 #include "trainlab/version.h"
 
@@ -168,6 +171,153 @@ int printProblems(const std::string &origin, const std::vector<std::string> &pro
     return 2;
 }
 
+// One line per finished run; the runs' own epoch lines only on a terminal's progress line.
+class SweepConsole : public trainlab::QueueObserver
+{
+public:
+    explicit SweepConsole(const trainlab::Queue &queue) : m_queue(queue) {}
+
+    bool onBatch(const trainlab::BatchProgress &p) override
+    {
+        if (m_tty) {
+            std::printf("\r\033[Krun %zu/%zu  epoch %d/%d  batch %lld/%lld  loss %.3f  %.0f img/s", m_current + 1,
+                        m_queue.size(), p.epoch, p.epochs, static_cast<long long>(p.batch),
+                        static_cast<long long>(p.batches), p.loss, p.imagesPerSecond);
+            std::fflush(stdout);
+        }
+        return true;
+    }
+    void onEntryStarted(std::size_t i, const trainlab::QueueEntry &) override { m_current = i; }
+    void onEntryFinished(std::size_t i, const trainlab::QueueEntry &e) override
+    {
+        if (m_tty)
+            std::printf("\r\033[K");
+        std::printf("run %zu/%zu %s: %s  best acc %.3f  %.1f s/epoch  %.1f img/s  %s\n", i + 1, m_queue.size(),
+                    trainlab::toString(e.state), e.tag.label().c_str(), e.bestTestAcc, e.meanEpochSeconds,
+                    e.imagesPerSecond, e.runDir.c_str());
+        if (!e.error.empty())
+            std::fprintf(stderr, "trainlab-cli: run %zu failed: %s\n", i + 1, e.error.c_str());
+        std::fflush(stdout);
+    }
+
+private:
+    const trainlab::Queue &m_queue;
+    std::size_t m_current = 0;
+    bool m_tty = ::isatty(STDOUT_FILENO) != 0;
+};
+
+void printPlan(const trainlab::Queue &queue, const std::string &name, const std::string &mode, const std::string &dir)
+{
+    std::printf("sweep %s (%s): %zu runs, %s\n", name.c_str(), queue.sweepId().c_str(), queue.size(), mode.c_str());
+    if (!dir.empty())
+        std::printf("sweep folder: %s\n", dir.c_str());
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+        const auto &e = queue.at(i);
+        std::printf("  %3zu  %-10s %s  (lr %g, batch %lld, %s)\n", i + 1, e.state == trainlab::EntryState::Waiting ? "planned" : trainlab::toString(e.state),
+                    e.tag.label().c_str(), e.config.learningRate, static_cast<long long>(e.config.batchSize),
+                    trainlab::deviceList(e.config.devices).c_str());
+    }
+    std::fflush(stdout);
+}
+
+int sweepCommand(const trainlab::CliArgs &args)
+{
+    namespace fs = std::filesystem;
+    trainlab::RunOptions options = runOptions(args);
+    trainlab::Queue queue;
+    std::string name, mode;
+    if (!args.resumeSweep.empty()) {
+        const std::string state = args.resumeSweep + "/queue.json";
+        try {
+            queue = trainlab::Queue::load(state);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+            return 2;
+        }
+        // <runs>/sweeps/<id>: the run folders sit two levels up.
+        if (options.runsDir.empty())
+            options.runsDir = fs::path(args.resumeSweep).lexically_normal().parent_path().parent_path().string();
+        name = queue.sweepId();
+        mode = "resumed";
+    } else {
+        trainlab::SweepConfig sweep;
+        const std::string origin = args.preset.empty() ? args.configPath : "sweep preset " + args.preset;
+        try {
+            sweep = args.preset.empty() ? trainlab::SweepConfig::load(args.configPath)
+                                        : trainlab::loadSweepPreset(args.preset);
+        } catch (const trainlab::ConfigError &e) {
+            if (!e.problems().empty())
+                return printProblems(origin, e.problems());
+            std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+            return 2;
+        }
+        if (args.epochs)
+            sweep.base.epochs = *args.epochs;
+        if (args.trainLimit)
+            sweep.base.dataset.trainLimit = *args.trainLimit;
+        if (args.testLimit)
+            sweep.base.dataset.testLimit = *args.testLimit;
+        sweep.stopOnFailure = sweep.stopOnFailure || args.stopOnFailure;
+        const auto problems = sweep.validate();
+        name = sweep.name;
+        mode = sweep.mode;
+        for (const auto &axis : sweep.activeAxes())
+            mode += " " + axis + " (" + std::to_string(sweep.axisSize(axis)) + ")";
+        if (sweep.scaleLrWithBatch)
+            mode += ", learning rate scaled with the batch size";
+        if (problems.empty() || args.dryRun) {
+            if (sweep.runCount() >= 0 && sweep.runCount() <= trainlab::SweepConfig::kMaxRuns)
+                queue.addSweep(sweep, "dry-run");
+        }
+        if (args.dryRun) {
+            printPlan(queue, name, mode, "");
+            return problems.empty() ? 0 : printProblems(origin, problems);
+        }
+        if (!problems.empty())
+            return printProblems(origin, problems);
+        if (queue.size() > static_cast<std::size_t>(trainlab::SweepConfig::kAskAbove) && !args.yes) {
+            std::fprintf(stderr, "trainlab-cli: %s: %zu runs, more than %d; check the plan with --dry-run, then pass --yes\n",
+                         origin.c_str(), queue.size(), trainlab::SweepConfig::kAskAbove);
+            return 2;
+        }
+        const std::string runsDir = options.runsDir.empty() ? trainlab::defaultRunsDir() : options.runsDir;
+        const std::string id = trainlab::newSweepId(runsDir, sweep.name);
+        const std::string dir = trainlab::sweepDir(runsDir, id);
+        queue = trainlab::Queue(dir + "/queue.json");
+        try {
+            fs::create_directories(dir);
+            sweep.save(dir + "/sweep.json");
+            queue.addSweep(sweep, id);
+            queue.save();
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "trainlab-cli: %s: cannot create the sweep folder: %s\n", dir.c_str(), e.what());
+            return 1;
+        }
+        options.runsDir = runsDir;
+        printPlan(queue, name, mode, dir);
+    }
+    SweepConsole console(queue);
+    trainlab::runQueue(queue, console, g_stop, options);
+    const trainlab::SweepTable table = trainlab::sweepTable(queue.entries());
+    const std::string text = trainlab::formatSweepTable(table);
+    std::printf("\n%s", text.c_str());
+    const std::string dir = fs::path(queue.stateFile()).parent_path().string();
+    try {
+        trainlab::writeFileAtomic(dir + "/results.txt", text);
+        trainlab::writeFileAtomic(dir + "/results.csv", trainlab::sweepTableCsv(table));
+        std::printf("results: %s/results.csv\n", dir.c_str());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: cannot write the results: %s\n", e.what());
+    }
+    bool allDone = true;
+    for (const auto &e : queue.entries())
+        allDone = allDone && e.state == trainlab::EntryState::Completed;
+    if (!allDone && g_stop.load())
+        std::printf("stopped; go on with: trainlab-cli sweep --resume %s\n", dir.c_str());
+    std::fflush(stdout);
+    return allDone ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -199,6 +349,8 @@ int main(int argc, char **argv)
         return datasetCommand(args);
     if (args.command == "runs")
         return runsCommand(args);
+    if (args.command == "sweep")
+        return sweepCommand(args);
     if (args.command == "resume") {
         ConsoleObserver observer;
         const trainlab::RunResult result

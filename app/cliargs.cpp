@@ -93,6 +93,10 @@ const char *cliUsage()
            "  resume RUN_DIR [--epochs N]      go on with a stopped, failed or interrupted run from its last\n"
            "                                   checkpoint; --epochs N continues a completed run to N epochs\n"
            "  runs [--runs-dir DIR]            list the runs: status (incl. interrupted), epochs, best acc\n"
+           "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
+           "                                   run every experiment of a sweep one after another, then print\n"
+           "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
+           "  sweep --resume SWEEP_DIR         go on with a stopped or killed sweep (<runs>/sweeps/ID)\n"
            "  devices                          what this machine can train on\n"
            "  presets                          the shipped presets\n"
            "  dataset download [--dir DIR] [--mirror URL]...\n"
@@ -124,7 +128,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         else if (first == "--version")
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
-                 || first == "resume" || first == "runs")
+                 || first == "resume" || first == "runs" || first == "sweep")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -139,7 +143,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         }
         while (i < args.size()) {
             const std::string arg = args[i++];
-            if (out.command != "run" && out.command != "validate" && out.command != "resume" && out.command != "runs")
+            if (out.command != "run" && out.command != "validate" && out.command != "resume" && out.command != "runs"
+                && out.command != "sweep")
                 throw std::invalid_argument("unexpected argument \"" + arg + "\"");
             if (arg == "--help" || arg == "-h") {
                 out.command = "help";
@@ -150,6 +155,11 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             if (out.command == "resume" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
                 throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
+            static const char *const sweepFlags[] = {"--preset", "--dry-run", "--yes", "--stop-on-failure", "--resume",
+                                                     "--runs-dir", "--epochs", "--train-limit", "--test-limit"};
+            if (out.command == "sweep" && arg.rfind("--", 0) == 0
+                && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
+                throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
             if (out.command == "runs" && arg != "--runs-dir")
                 throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR)");
             if (out.command == "validate" || arg.rfind("--", 0) != 0) {
@@ -158,6 +168,16 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 out.configPath = arg;
             } else if (arg == "--preset") {
                 out.preset = value(arg);
+            } else if (arg == "--dry-run") {
+                out.dryRun = true;
+            } else if (arg == "--yes") {
+                out.yes = true;
+            } else if (arg == "--stop-on-failure") {
+                out.stopOnFailure = true;
+            } else if (arg == "--resume") {
+                out.resumeSweep = value(arg);
+                if (out.resumeSweep.empty())
+                    throw std::invalid_argument("--resume: needs a sweep folder, got \"\"");
             } else if (arg == "--epochs") {
                 out.epochs = static_cast<int>(toInteger(arg, value(arg), 1, kIntMax));
             } else if (arg == "--train-limit") {
@@ -200,7 +220,15 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             throw std::invalid_argument("validate: needs CONFIG.json");
         if (out.command == "resume" && out.configPath.empty())
             throw std::invalid_argument("resume: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
-        if (out.command == "run" || out.command == "resume") {
+        if (out.command != "sweep" && (out.dryRun || out.yes || out.stopOnFailure || !out.resumeSweep.empty()))
+            throw std::invalid_argument(out.command + ": --dry-run, --yes, --stop-on-failure and --resume are sweep options");
+        if (out.command == "sweep"
+            && (out.configPath.empty() ? 0 : 1) + (out.preset.empty() ? 0 : 1) + (out.resumeSweep.empty() ? 0 : 1) != 1)
+            throw std::invalid_argument("sweep: give one of SWEEP.json, --preset NAME or --resume SWEEP_DIR");
+        if (out.command == "sweep" && !out.resumeSweep.empty()
+            && (out.dryRun || out.epochs || out.trainLimit || out.testLimit))
+            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs or limits)");
+        if (out.command == "run" || out.command == "resume" || out.command == "sweep") {
             if (out.command == "run" && out.configPath.empty() == out.preset.empty())
                 throw std::invalid_argument("run: give either CONFIG.json or --preset NAME");
             if (out.masterAddr.empty()) {

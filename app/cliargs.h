@@ -9,11 +9,11 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, resume, runs, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, sweep, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
-    std::string configPath;       // run, validate: CONFIG.json; resume: RUN_DIR
+    std::string configPath;       // run, validate: CONFIG.json; resume: RUN_DIR; sweep: SWEEP.json
     std::string preset;
     std::optional<int> epochs;
     std::optional<long long> trainLimit, testLimit, batchSize;
@@ -24,6 +24,10 @@ struct CliArgs
     int nodeRank = 0;
     std::string masterAddr;
     int masterPort = 0;
+    bool dryRun = false;          // sweep: print the plan only
+    bool yes = false;             // sweep: start more than SweepConfig::kAskAbove runs
+    bool stopOnFailure = false;   // sweep
+    std::string resumeSweep;      // sweep --resume SWEEP_DIR
     std::string error;
 };
 

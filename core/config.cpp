@@ -3,6 +3,7 @@
 #include "core/atomicfile.h"
 #include "core/devices.h"
 #include "core/idx.h"
+#include "core/jsonread.h"
 #include "core/datasetstore.h"
 #include "core/paths.h"
 
@@ -30,349 +31,10 @@ ConfigError::ConfigError(const std::string &message, std::vector<std::string> pr
 
 namespace {
 
-constexpr std::size_t kMaxDepth = 64;
-constexpr std::uintmax_t kMaxFileBytes = 1 << 20;
+using namespace detail;
+
 constexpr std::int64_t kMaxBatchSize = 1000000;
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-
-// Long values are cut so that a hostile file cannot flood the message.
-std::string cut(const std::string &text)
-{
-    constexpr std::size_t kMax = 80;
-    if (text.size() <= kMax)
-        return text;
-    std::size_t end = kMax;
-    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-        --end;
-    return text.substr(0, end) + "\u2026";
-}
-
-std::string quote(const std::string &text)
-{
-    return "\"" + cut(text) + "\"";
-}
-
-std::string describe(const json &value)
-{
-    return cut(value.dump());
-}
-
-std::string typeName(const json &value)
-{
-    if (value.is_number_integer())
-        return "an integer";
-    if (value.is_number())
-        return "a number";
-    const std::string name = value.type_name();
-    return (name == "array" || name == "object" ? "an " : "a ") + name;
-}
-
-std::string rangeText(std::int64_t min, std::int64_t max)
-{
-    if (min == max)
-        return "must be " + std::to_string(min);
-    return "must be an integer from " + std::to_string(min) + " to " + std::to_string(max);
-}
-
-// Whether an integral JSON number fits T, without the wrap-around of get<T>().
-template<typename T>
-bool fitsInto(const json &value, T &out)
-{
-    using Limits = std::numeric_limits<T>;
-    if (value.is_number_unsigned()) {
-        const auto u = value.get<std::uint64_t>();
-        if constexpr (Limits::digits < 64) {
-            if (u > static_cast<std::uint64_t>(Limits::max()))
-                return false;
-        }
-        out = static_cast<T>(u);
-        return true;
-    }
-    if (value.is_number_integer()) {
-        const auto s = value.get<std::int64_t>();
-        if (s >= 0)
-            return fitsInto(json(static_cast<std::uint64_t>(s)), out);
-        if constexpr (Limits::is_signed) {
-            if constexpr (Limits::digits < 63) {
-                if (s < static_cast<std::int64_t>(Limits::min()))
-                    return false;
-            }
-            out = static_cast<T>(s);
-            return true;
-        }
-        return false;
-    }
-    // T holds exactly [-2^digits, 2^digits) (signed) or [0, 2^digits), and 2^digits is exact in a double.
-    const double d = value.get<double>();
-    const double upper = std::ldexp(1.0, Limits::digits);
-    if (!(d >= (Limits::is_signed ? -upper : 0.0) && d < upper))
-        return false;
-    out = static_cast<T>(d);
-    return true;
-}
-
-// Builds the document as json::parse does, but bounds nesting, reports duplicate keys and keeps numbers as written.
-class ConfigSax : public nlohmann::json_sax<json>
-{
-public:
-    bool null() override { return scalar(json(nullptr)); }
-    bool boolean(bool value) override { return scalar(json(value)); }
-    bool number_integer(number_integer_t value) override { return scalar(json(value)); }
-    bool number_unsigned(number_unsigned_t value) override { return scalar(json(value)); }
-    bool number_float(number_float_t value, const string_t &written) override
-    {
-        if (!m_stack.empty() && m_stack.back().value->is_object())
-            m_written[childPath()] = written;
-        return scalar(json(value));
-    }
-    bool string(string_t &value) override { return scalar(json(std::move(value))); }
-    // JSON text has no binary values.
-    bool binary(binary_t &) override { return false; }
-    bool start_object(std::size_t) override { return open(json::value_t::object); }
-    bool start_array(std::size_t) override { return open(json::value_t::array); }
-    bool end_object() override { return close(); }
-    bool end_array() override { return close(); }
-
-    bool key(string_t &name) override
-    {
-        Frame &frame = m_stack.back();
-        frame.key = name;
-        if (frame.value->contains(name))
-            m_problems.push_back(cut(childPath()) + ": duplicate key");
-        return true;
-    }
-
-    bool parse_error(std::size_t, const std::string &lastToken, const nlohmann::json::exception &error) override
-    {
-        if (error.id == 406) {
-            m_problems.push_back(label() + "number out of range (beyond \u00b11.8e308), got " + cut(lastToken));
-            m_aborted = true;
-            return false;
-        }
-        std::string what = error.what();
-        const std::string marker = "; last read: '";
-        const std::size_t at = what.find(marker);
-        if (at != std::string::npos && what.compare(at + marker.size(), lastToken.size(), lastToken) == 0)
-            what.replace(at + marker.size(), lastToken.size(), cut(lastToken));
-        m_syntaxError = what;
-        return false;
-    }
-
-    json &root() { return m_root; }
-    const std::string &syntaxError() const { return m_syntaxError; }
-    bool aborted() const { return m_aborted; }
-    std::vector<std::string> &problems() { return m_problems; }
-    const std::map<std::string, std::string> &written() const { return m_written; }
-
-private:
-    struct Frame
-    {
-        json *value;
-        std::string path;
-        std::string key;
-        std::size_t count = 0;
-    };
-
-    // The key path of the value about to be read.
-    std::string childPath() const
-    {
-        if (m_stack.empty())
-            return {};
-        const Frame &frame = m_stack.back();
-        if (frame.value->is_object())
-            return frame.path.empty() ? frame.key : frame.path + "." + frame.key;
-        return frame.path + "[" + std::to_string(frame.count) + "]";
-    }
-
-    std::string label() const
-    {
-        const std::string path = childPath();
-        return path.empty() ? std::string() : cut(path) + ": ";
-    }
-
-    json *place(json value)
-    {
-        if (m_stack.empty()) {
-            m_root = std::move(value);
-            return &m_root;
-        }
-        Frame &frame = m_stack.back();
-        if (frame.value->is_object())
-            return &((*frame.value)[frame.key] = std::move(value));
-        ++frame.count;
-        frame.value->push_back(std::move(value));
-        return &frame.value->back();
-    }
-
-    bool scalar(json value)
-    {
-        place(std::move(value));
-        return true;
-    }
-
-    bool open(json::value_t type)
-    {
-        if (m_stack.size() >= kMaxDepth) {
-            m_problems.push_back(label() + "nested deeper than " + std::to_string(kMaxDepth) + " levels");
-            m_aborted = true;
-            return false;
-        }
-        std::string path = childPath();
-        json *value = place(json(type));
-        m_stack.push_back({value, std::move(path), {}, 0});
-        return true;
-    }
-
-    bool close()
-    {
-        m_stack.pop_back();
-        return true;
-    }
-
-    json m_root;
-    std::vector<Frame> m_stack;
-    std::vector<std::string> m_problems;
-    std::map<std::string, std::string> m_written;
-    std::string m_syntaxError;
-    bool m_aborted = false;
-};
-
-// Reads one object's keys, recording every unknown key or wrong type.
-class Reader
-{
-public:
-    Reader(const json &object, std::string prefix, std::vector<std::string> &problems,
-           const std::map<std::string, std::string> &written)
-        : m_object(object), m_prefix(std::move(prefix)), m_problems(problems), m_written(written)
-    {}
-
-    void checkUnknown(const std::set<std::string> &known) const
-    {
-        for (const auto &item : m_object.items()) {
-            if (!known.count(item.key()))
-                m_problems.push_back(cut(path(item.key())) + ": unknown key");
-        }
-    }
-
-    // A value outside T is refused here, naming the field's range; one inside T but outside it is left to validate().
-    template<typename T>
-    void integer(const char *key, T &out, std::int64_t min, std::int64_t max) const
-    {
-        const json *value = find(key);
-        if (!value)
-            return;
-        if (!value->is_number()
-            || (value->is_number_float() && std::floor(value->get<double>()) != value->get<double>())) {
-            wrongType(key, "an integer", *value);
-            return;
-        }
-        if (!fitsInto(*value, out))
-            m_problems.push_back(path(key) + ": " + rangeText(min, max) + ", got " + shown(key, *value));
-    }
-
-    void number(const char *key, double &out) const
-    {
-        const json *value = find(key);
-        if (!value)
-            return;
-        if (value->is_number())
-            out = value->get<double>();
-        else
-            wrongType(key, "a number", *value);
-    }
-
-    void string(const char *key, std::string &out) const
-    {
-        const json *value = find(key);
-        if (!value)
-            return;
-        if (value->is_string())
-            out = value->get<std::string>();
-        else
-            wrongType(key, "a string", *value);
-    }
-
-    void strings(const char *key, std::vector<std::string> &out) const
-    {
-        const json *value = find(key);
-        if (!value)
-            return;
-        if (!value->is_array()) {
-            wrongType(key, "an array of strings", *value);
-            return;
-        }
-        std::vector<std::string> result;
-        for (std::size_t i = 0; i < value->size(); ++i) {
-            const json &element = (*value)[i];
-            if (element.is_string())
-                result.push_back(element.get<std::string>());
-            else
-                m_problems.push_back(path(key) + "[" + std::to_string(i) + "]: must be a string, got "
-                                     + describe(element));
-        }
-        out = result;
-    }
-
-    const json *object(const char *key) const
-    {
-        const json *value = find(key);
-        if (value && !value->is_object()) {
-            wrongType(key, "an object", *value);
-            return nullptr;
-        }
-        return value;
-    }
-
-    std::string path(const std::string &key) const { return m_prefix.empty() ? key : m_prefix + "." + key; }
-
-private:
-    const json *find(const char *key) const
-    {
-        auto it = m_object.find(key);
-        return it == m_object.end() ? nullptr : &*it;
-    }
-
-    std::string shown(const char *key, const json &value) const
-    {
-        const auto it = m_written.find(path(key));
-        return it == m_written.end() ? describe(value) : cut(it->second);
-    }
-
-    void wrongType(const char *key, const char *expected, const json &value) const
-    {
-        m_problems.push_back(path(key) + ": must be " + expected + ", got " + typeName(value) + " "
-                             + shown(key, value));
-    }
-
-    const json &m_object;
-    std::string m_prefix;
-    std::vector<std::string> &m_problems;
-    const std::map<std::string, std::string> &m_written;
-};
-
-template<typename T>
-std::string str(T value)
-{
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
-// Bounded, so that a file growing after load() checked its size still cannot exhaust memory.
-std::string readConfigFile(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw ConfigError(path + ": cannot open: " + std::strerror(errno));
-    std::string text(kMaxFileBytes + 1, '\0');
-    in.read(&text[0], static_cast<std::streamsize>(text.size()));
-    if (in.bad())
-        throw ConfigError(path + ": read error");
-    text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes)
-        throw ConfigError(path + ": is larger than 1 MB");
-    return text;
-}
 
 } // namespace
 
@@ -489,25 +151,11 @@ std::string ExperimentConfig::toJson() const
 
 ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::string &origin)
 {
-    ConfigSax sax;
-    json::sax_parse(text, &sax);
-    if (!sax.syntaxError().empty())
-        throw ConfigError(origin + ": not valid JSON: " + sax.syntaxError());
-    std::vector<std::string> problems = std::move(sax.problems());
-    auto fail = [&] {
-        std::string message = origin + ": ";
-        for (std::size_t i = 0; i < problems.size(); ++i)
-            message += (i ? "; " : "") + problems[i];
-        throw ConfigError(message, problems);
-    };
-    if (sax.aborted())
-        fail();
-    const json &root = sax.root();
-    if (!root.is_object())
-        throw ConfigError(origin + ": must be a JSON object, got " + typeName(root));
-
+    StrictJson doc = parseStrict(text, origin);
+    std::vector<std::string> problems = std::move(doc.problems);
+    const json &root = doc.root;
     ExperimentConfig config;
-    const auto &written = sax.written();
+    const auto &written = doc.written;
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
@@ -545,25 +193,13 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.integer("collective_timeout_s", config.collectiveTimeoutSeconds, 1, 86400);
     top.string("checkpoints", config.checkpoints);
 
-    if (!problems.empty())
-        fail();
+    throwProblems(origin, problems);
     return config;
 }
 
 ExperimentConfig ExperimentConfig::load(const std::string &path)
 {
-    namespace fs = std::filesystem;
-    // Checked before opening: opening a FIFO blocks, and /dev/zero never ends.
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (fs::is_directory(status))
-        throw ConfigError(path + ": is a directory, not a config file");
-    if (fs::exists(status) && !fs::is_regular_file(status))
-        throw ConfigError(path + ": not a regular file");
-    const std::uintmax_t size = fs::file_size(path, ec);
-    if (!ec && size > kMaxFileBytes)
-        throw ConfigError(path + ": is larger than 1 MB");
-    return fromJson(readConfigFile(path), path);
+    return fromJson(readBoundedFile(path), path);
 }
 
 void ExperimentConfig::save(const std::string &path) const

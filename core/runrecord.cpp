@@ -166,7 +166,8 @@ void RunRecord::lock(const std::string &dir)
     throw std::runtime_error(dir + ": the run is in use by another TrainLab process" + owner);
 }
 
-RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices)
+RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices,
+                     const SweepTag &tag)
 {
     std::error_code ec;
     fs::create_directories(runsDir, ec);
@@ -189,6 +190,7 @@ RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config,
     m_summary.startTime = isoTimeUtc();
     m_summary.trainlabVersion = TRAINLAB_VERSION;
     m_summary.torchVersion = torchVersion();
+    m_summary.sweep = tag;
     try {
         testPause("folder-created");
         writeSummary();
@@ -344,6 +346,16 @@ void RunRecord::writeSummary()
         {"pid", static_cast<long long>(::getpid())},
         {"host", hostName()},
     };
+    if (!s.sweep.empty()) {
+        json values = json::object();
+        for (const auto &[axis, value] : s.sweep.values)
+            values[axis] = value;
+        std::vector<std::string> order;
+        for (const auto &v : s.sweep.values)
+            order.push_back(v.first);
+        j["sweep"] = {{"id", s.sweep.id}, {"index", s.sweep.index}, {"count", s.sweep.count},
+                      {"axes", order}, {"values", values}};
+    }
     writeFileAtomic(m_dir + "/summary.json", j.dump(2) + "\n");
 }
 
@@ -379,6 +391,14 @@ RunSummary readRunSummary(const std::string &runDir)
         s.resumedAt = j.value("resumed_at", std::vector<std::string>{});
         s.pid = j.value("pid", 0LL);
         s.host = j.value("host", "");
+        if (const auto sweep = j.find("sweep"); sweep != j.end() && sweep->is_object()) {
+            s.sweep.id = sweep->value("id", "");
+            s.sweep.index = sweep->value("index", -1);
+            s.sweep.count = sweep->value("count", 0);
+            const json values = sweep->value("values", json::object());
+            for (const auto &axis : sweep->value("axes", std::vector<std::string>{}))
+                s.sweep.values.emplace_back(axis, values.value(axis, ""));
+        }
     } catch (const json::exception &e) {
         throw std::runtime_error(path + ": unexpected content: " + e.what());
     }

@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/observer.h"
+#include "core/sweep.h"
 
 #include <chrono>
 #include <memory>
@@ -36,6 +37,7 @@ struct RunSummary
     std::string host;
     std::string trainlabVersion;
     std::string torchVersion;
+    SweepTag sweep;               // empty id: not part of a sweep
 
     bool canResume() const { return status == "stopped" || status == "failed" || status == "interrupted"; }
 };
@@ -49,7 +51,8 @@ class RunRecord
 {
 public:
     // Creates <runsDir>/<UTC timestamp>-<safe name>[-N]; throws when the folder cannot be made.
-    RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices);
+    RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices,
+              const SweepTag &tag = {});
     // Takes over an existing run folder to go on from `done` (the checkpoint's epochs): locks it (throws
     // when another process holds it), removes stale temporary files, rewrites metrics.csv from done
     // (dropping a torn or extra row), writes config.json and marks summary.json running again.

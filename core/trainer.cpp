@@ -114,7 +114,7 @@ RunResult runExperiment(const ExperimentConfig &config, TrainingObserver &observ
         checkTrainable(config, setup.data);
         if (options.keepRecord && options.node.nodeRank == 0)
             record = std::make_unique<RunRecord>(options.runsDir.empty() ? defaultRunsDir() : options.runsDir, config,
-                                                 config.devices);
+                                                 config.devices, options.tag);
     } catch (const std::exception &e) {
         return failed(errorText(e), "", observer);
     }

@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/observer.h"
+#include "core/sweep.h"
 
 #include <functional>
 #include <string>
@@ -22,6 +23,7 @@ struct RunOptions
     std::string runsDir;               // empty: defaultRunsDir()
     bool keepRecord = true;            // false: no run folder (tests, benchmarks)
     NodeOptions node;
+    SweepTag tag;                      // written to summary.json: the sweep this run belongs to
     // Steps between a step and the host reading its summed stop/error/loss slots. -1: 1 when the world
     // has a CUDA device (no host sync per step), else 0 (a stop takes effect after the current batch).
     int controlLag = -1;

@@ -1,0 +1,80 @@
+#pragma once
+
+#include "core/config.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trainlab {
+
+// What ties a run folder to the sweep it belongs to; summary.json keeps it under "sweep".
+struct SweepTag
+{
+    std::string id;               // empty: not part of a sweep
+    int index = -1;               // 0-based position in the sweep
+    int count = 0;                // runs in the sweep
+    std::vector<std::pair<std::string, std::string>> values;   // axis name -> value as shown
+
+    bool empty() const { return id.empty(); }
+    // "learning_rate=0.1 batch_size=64"
+    std::string label() const;
+};
+
+// The axes a sweep may vary, in the order its tables show them.
+const std::vector<std::string> &sweepAxisNames();
+
+// A sweep file (schema_version 1): a base experiment and lists of values to try.
+struct SweepConfig
+{
+    static constexpr int kSchemaVersion = 1;
+    static constexpr int kMaxRuns = 10000;
+    static constexpr int kAskAbove = 200;       // front-ends ask before starting more runs than this
+
+    std::string name = "sweep";
+    ExperimentConfig base;
+    std::string mode = "grid";                  // grid: every combination; zip: the i-th value of each axis
+    std::vector<double> learningRate;
+    std::vector<std::int64_t> batchSize;
+    std::vector<std::vector<std::string>> devices;
+    std::vector<int> epochs;
+    std::vector<std::uint64_t> seed;
+    std::vector<std::string> precision;
+    std::vector<double> momentum;
+    // The linear scaling rule: each run's learning rate is multiplied by its batch size / base.batch_size.
+    bool scaleLrWithBatch = false;
+    bool stopOnFailure = false;
+
+    // The axes that have values, in sweepAxisNames() order.
+    std::vector<std::string> activeAxes() const;
+    // How many values an axis has (0 when it is not swept).
+    std::size_t axisSize(const std::string &axis) const;
+    // grid: the product of the axis sizes; zip: their common size; 1 without axes; -1 when zip sizes differ.
+    long long runCount() const;
+
+    // Every problem at once, each "key.path: what is wrong, got value"; checks each planned run's config too.
+    std::vector<std::string> validate() const;
+
+    std::string toJson() const;
+    // baseDir: where a base given as a path is looked up when relative. Throws ConfigError naming every problem.
+    static SweepConfig fromJson(const std::string &text, const std::string &origin = "sweep",
+                                const std::string &baseDir = ".");
+    static SweepConfig load(const std::string &path);
+    void save(const std::string &path) const;
+};
+
+struct PlannedRun
+{
+    ExperimentConfig config;
+    SweepTag tag;                 // id left empty: the queue gives it
+};
+
+// The runs in order (the last axis varies fastest in a grid); throws ConfigError when runCount() is invalid.
+std::vector<PlannedRun> planSweep(const SweepConfig &sweep);
+
+// Sweeps shipped with TrainLab (resources/presets/sweeps): d2l-scaling, lr-sweep-quick.
+std::vector<std::string> sweepPresetNames();
+SweepConfig loadSweepPreset(const std::string &name);
+
+} // namespace trainlab

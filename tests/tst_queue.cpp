@@ -1,0 +1,354 @@
+#include "core/queue.h"
+#include "core/runrecord.h"
+#include "core/sweepreport.h"
+
+#include "runcheck.h"
+
+#include <QDir>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <set>
+
+using trainlab::EntryState;
+using trainlab::Queue;
+using trainlab::SweepConfig;
+
+namespace {
+
+// The built-in sample cut to a few batches, so that each run takes seconds on two cores.
+SweepConfig tinySweep(const std::string &axes, int epochs = 1)
+{
+    SweepConfig s = SweepConfig::fromJson(R"({"schema_version": 1, "name": "tiny", "base": {"name": "tiny",
+        "dataset": {"path": "builtin:sample", "train_limit": 64, "test_limit": 32}, "devices": ["cpu"],
+        "batch_size": 16, "learning_rate": 0.05, "momentum": 0.9, "epochs": )" + std::to_string(epochs) + R"(, "seed": 1},
+        "axes": )" + axes + "}");
+    return s;
+}
+
+// Stops the whole queue at the first batch of entry stopAt; records what it saw.
+class Recorder : public trainlab::QueueObserver
+{
+public:
+    Recorder(trainlab::StopFlag &stop, int stopAt = -1) : m_stop(stop), m_stopAt(stopAt) {}
+    void onEntryStarted(std::size_t i, const trainlab::QueueEntry &) override
+    {
+        m_current = static_cast<int>(i);
+        started.push_back(m_current);
+    }
+    bool onBatch(const trainlab::BatchProgress &) override
+    {
+        if (m_current == m_stopAt)
+            m_stop.store(true);
+        return true;
+    }
+    void onEntryFinished(std::size_t i, const trainlab::QueueEntry &e) override
+    {
+        finished.push_back(static_cast<int>(i));
+        states.push_back(e.state);
+    }
+    void onFinished(const trainlab::RunResult &) override { ++results; }
+
+    std::vector<int> started, finished;
+    std::vector<EntryState> states;
+    int results = 0;
+
+private:
+    trainlab::StopFlag &m_stop;
+    int m_stopAt;
+    int m_current = -1;
+};
+
+// IDX headers promising 10 images over files that hold fewer: validation passes, loading fails.
+QString truncatedDataset(const QString &root)
+{
+    const QString folder = root + QStringLiteral("/truncated");
+    QDir().mkpath(folder);
+    auto write = [&](const char *name, const QByteArray &bytes) {
+        QFile file(folder + '/' + QLatin1String(name));
+        if (file.open(QIODevice::WriteOnly))
+            file.write(bytes);
+    };
+    const QByteArray images = QByteArray::fromHex("00000803" "0000000a" "0000001c" "0000001c") + QByteArray(100, '\0');
+    const QByteArray labels = QByteArray::fromHex("00000801" "0000000a") + QByteArray(10, '\1');
+    write("train-images-idx3-ubyte", images);
+    write("t10k-images-idx3-ubyte", images);
+    write("train-labels-idx1-ubyte", labels);
+    write("t10k-labels-idx1-ubyte", labels);
+    return folder;
+}
+
+double meanImagesPerSecond(const std::string &runDir)
+{
+    const auto rows = trainlab::readMetrics(runDir);
+    double sum = 0;
+    for (const auto &m : rows)
+        sum += m.imagesPerSecond;
+    return rows.empty() ? 0.0 : sum / static_cast<double>(rows.size());
+}
+
+} // namespace
+
+class tst_Queue : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void gridRunsEveryPointTagged();
+    void devicesAxisGivesTheScalingRows();
+    void stopLeavesTheRestWaitingAndResumes();
+    void aFailedRunDoesNotStopTheQueue_data();
+    void aFailedRunDoesNotStopTheQueue();
+    void onlyWaitingEntriesMove();
+    void killedSweepResumesWhereItStopped();
+    void dryRunPrintsThePlanOnly();
+
+private:
+    std::string runsDir() const { return m_runs->path().toStdString(); }
+    trainlab::RunOptions options() const
+    {
+        trainlab::RunOptions o;
+        o.runsDir = runsDir();
+        return o;
+    }
+    std::unique_ptr<QTemporaryDir> m_runs;
+};
+
+void tst_Queue::init()
+{
+    m_runs = std::make_unique<QTemporaryDir>();
+    QVERIFY(m_runs->isValid());
+}
+
+void tst_Queue::gridRunsEveryPointTagged()
+{
+    const SweepConfig sweep = tinySweep(R"({"learning_rate": [0.02, 0.1], "batch_size": [16, 32]})");
+    const std::string id = trainlab::newSweepId(runsDir(), sweep.name);
+    Queue queue(trainlab::sweepDir(runsDir(), id) + "/queue.json");
+    queue.addSweep(sweep, id);
+    trainlab::StopFlag stop{false};
+    Recorder rec(stop);
+    trainlab::runQueue(queue, rec, stop, options());
+
+    QCOMPARE(rec.started, (std::vector<int>{0, 1, 2, 3}));
+    QCOMPARE(rec.results, 4);
+    const auto runs = trainlab::listRuns(runsDir());
+    QCOMPARE(runs.size(), std::size_t(4));
+    std::set<int> indices;
+    for (const auto &r : runs) {
+        QCOMPARE(r.status, std::string("completed"));
+        QCOMPARE(r.sweep.id, id);
+        QCOMPARE(r.sweep.count, 4);
+        indices.insert(r.sweep.index);
+        // The folder's own config holds the run's values, not the base's.
+        const auto config = trainlab::ExperimentConfig::load(r.dir + "/config.json");
+        QCOMPARE(config, queue.at(static_cast<std::size_t>(r.sweep.index)).config);
+        QCOMPARE(r.sweep.label(), queue.at(static_cast<std::size_t>(r.sweep.index)).tag.label());
+    }
+    QCOMPARE(indices, (std::set<int>{0, 1, 2, 3}));
+    QCOMPARE(queue.at(1).config.learningRate, 0.02);
+    QCOMPARE(queue.at(1).config.batchSize, 32);
+
+    const trainlab::SweepTable table = trainlab::sweepTable(queue.entries());
+    QCOMPARE(table.axes, (std::vector<std::string>{"learning_rate", "batch_size"}));
+    QVERIFY(!table.hasScaling);
+    QCOMPARE(table.rows.size(), std::size_t(4));
+    for (std::size_t i = 0; i < 4; ++i) {
+        const auto &row = table.rows[i];
+        const auto summary = trainlab::readRunSummary(row.runDir);
+        QCOMPARE(row.index, static_cast<int>(i) + 1);
+        QCOMPARE(row.status, std::string("completed"));
+        QCOMPARE(row.bestTestAcc, summary.bestTestAcc);
+        QCOMPARE(row.secondsPerEpoch, summary.meanEpochSeconds);
+        QVERIFY(qAbs(row.imagesPerSecond - meanImagesPerSecond(row.runDir)) < 0.1);
+        QCOMPARE(row.values[0], i < 2 ? std::string("0.02") : std::string("0.1"));
+        QCOMPARE(row.values[1], i % 2 ? std::string("32") : std::string("16"));
+    }
+    const QString text = QString::fromStdString(trainlab::formatSweepTable(table));
+    const QStringList lines = text.split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 5);
+    QVERIFY2(lines[0].startsWith("#  learning_rate  batch_size  status     best acc  sec/epoch  img/s"), qPrintable(text));
+    QVERIFY2(lines[4].contains(QStringLiteral("%1").arg(table.rows[3].bestTestAcc, 0, 'f', 3)), qPrintable(text));
+    QVERIFY(!text.contains("speed-up"));
+
+    // The Compare view's source: the state file, and failing that the folders, say the same.
+    const auto loaded = trainlab::loadSweepEntries(runsDir(), id);
+    QCOMPARE(loaded.size(), std::size_t(4));
+    QCOMPARE(trainlab::sweepTableCsv(trainlab::sweepTable(loaded)), trainlab::sweepTableCsv(table));
+    QVERIFY(QFile::remove(QString::fromStdString(queue.stateFile())));
+    const auto fromFolders = trainlab::loadSweepEntries(runsDir(), id);
+    QCOMPARE(fromFolders.size(), std::size_t(4));
+    QCOMPARE(fromFolders[2].bestTestAcc, queue.at(2).bestTestAcc);
+    QCOMPARE(trainlab::listSweepIds(runsDir()), std::vector<std::string>{id});
+}
+
+void tst_Queue::devicesAxisGivesTheScalingRows()
+{
+    const SweepConfig sweep = tinySweep(R"({"devices": [["cpu"], ["cpu", "cpu"]]})");
+    Queue queue;
+    queue.addSweep(sweep, "scaling");
+    trainlab::StopFlag stop{false};
+    Recorder rec(stop);
+    trainlab::runQueue(queue, rec, stop, options());
+    QCOMPARE(queue.at(0).state, EntryState::Completed);
+    QCOMPARE(queue.at(1).state, EntryState::Completed);
+    QCOMPARE(trainlab::readRunSummary(queue.at(1).runDir).devices, (std::vector<std::string>{"cpu", "cpu"}));
+
+    const trainlab::SweepTable table = trainlab::sweepTable(queue.entries());
+    QVERIFY(table.hasScaling);
+    const auto &one = table.rows[0], &two = table.rows[1];
+    QCOMPARE(one.speedup, 1.0);
+    QCOMPARE(one.ideal, 1.0);
+    QCOMPARE(one.efficiency, 100.0);
+    QCOMPARE(two.devices, 2);
+    QCOMPARE(two.ideal, 2.0);
+    QVERIFY(two.imagesPerSecond > 0);
+    QCOMPARE(two.speedup, two.imagesPerSecond / one.imagesPerSecond);
+    QCOMPARE(two.efficiency, 100.0 * two.speedup / 2.0);
+    const QString text = QString::fromStdString(trainlab::formatSweepTable(table));
+    QVERIFY2(text.contains("speed-up  ideal  eff %"), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("%1x  2.00x").arg(two.speedup, 0, 'f', 2)), qPrintable(text));
+}
+
+void tst_Queue::stopLeavesTheRestWaitingAndResumes()
+{
+    const SweepConfig sweep = tinySweep(R"({"seed": [1, 2, 3]})");
+    const std::string state = trainlab::sweepDir(runsDir(), "stop") + "/queue.json";
+    Queue queue(state);
+    queue.addSweep(sweep, "stop");
+    trainlab::StopFlag stop{false};
+    Recorder rec(stop, 1);
+    trainlab::runQueue(queue, rec, stop, options());
+    QCOMPARE(rec.started, (std::vector<int>{0, 1}));
+    QCOMPARE(queue.at(0).state, EntryState::Completed);
+    QCOMPARE(queue.at(1).state, EntryState::Stopped);
+    QCOMPARE(queue.at(2).state, EntryState::Waiting);
+    QCOMPARE(trainlab::readRunSummary(queue.at(1).runDir).status, std::string("stopped"));
+    QCOMPARE(trainlab::listRuns(runsDir()).size(), std::size_t(2));
+    const auto table = trainlab::sweepTable(queue.entries());
+    QCOMPARE(table.rows[1].status, std::string("stopped"));
+    QCOMPARE(table.rows[2].status, std::string("not started"));
+    QVERIFY(QString::fromStdString(trainlab::formatSweepTable(table)).contains(QRegularExpression("\n3  3     not started")));
+
+    // Read back from its state file, the queue goes on: the stopped run in its own folder, then the rest.
+    Queue again = Queue::load(state);
+    QCOMPARE(again.at(1).state, EntryState::Stopped);
+    QVERIFY(again.resumes(1));
+    const std::string stoppedDir = again.at(1).runDir;
+    stop.store(false);
+    Recorder rec2(stop);
+    trainlab::runQueue(again, rec2, stop, options());
+    QCOMPARE(rec2.started, (std::vector<int>{1, 2}));
+    for (std::size_t i = 0; i < 3; ++i)
+        QCOMPARE(again.at(i).state, EntryState::Completed);
+    QCOMPARE(again.at(1).runDir, stoppedDir);
+    QCOMPARE(trainlab::readRunSummary(stoppedDir).resumedAt.size(), std::size_t(1));
+    QCOMPARE(trainlab::listRuns(runsDir()).size(), std::size_t(3));
+}
+
+void tst_Queue::aFailedRunDoesNotStopTheQueue_data()
+{
+    QTest::addColumn<bool>("stopOnFailure");
+    QTest::newRow("goes on") << false;
+    QTest::newRow("stop on failure") << true;
+}
+
+void tst_Queue::aFailedRunDoesNotStopTheQueue()
+{
+    QFETCH(bool, stopOnFailure);
+    SweepConfig sweep = tinySweep(R"({"seed": [1, 2]})");
+    sweep.stopOnFailure = stopOnFailure;
+    Queue queue;
+    queue.addSweep(sweep, "fail");
+    trainlab::QueueEntry broken;
+    broken.config = sweep.base;
+    broken.config.name = "broken";
+    broken.config.dataset.path = truncatedDataset(m_runs->path()).toStdString();
+    broken.config.dataset.trainLimit = 0;
+    broken.config.dataset.testLimit = 0;
+    broken.config.batchSize = 5;
+    queue.add(broken);
+    QVERIFY(queue.move(2, 1));
+    trainlab::StopFlag stop{false};
+    Recorder rec(stop);
+    trainlab::runQueue(queue, rec, stop, options());
+    QCOMPARE(queue.at(0).state, EntryState::Completed);
+    QCOMPARE(queue.at(1).state, EntryState::Failed);
+    QVERIFY2(QString::fromStdString(queue.at(1).error).contains("truncated"), queue.at(1).error.c_str());
+    QCOMPARE(queue.at(2).state, stopOnFailure ? EntryState::Waiting : EntryState::Completed);
+    QCOMPARE(queue.failureStopped(), stopOnFailure);
+    const QString text = QString::fromStdString(trainlab::formatSweepTable(trainlab::sweepTable(queue.entries())));
+    QVERIFY2(text.contains("run 2 failed: "), qPrintable(text));
+}
+
+void tst_Queue::onlyWaitingEntriesMove()
+{
+    Queue queue;
+    queue.addSweep(tinySweep(R"({"seed": [1, 2, 3]})"), "m");
+    QVERIFY(queue.move(0, 2));
+    QCOMPARE(queue.at(2).tag.index, 0);
+    QCOMPARE(queue.at(0).tag.index, 1);
+    queue.markStarted(0);
+    QVERIFY(!queue.move(0, 1));
+    QVERIFY(!queue.remove(0));
+    QVERIFY(queue.remove(1));
+    QCOMPARE(queue.size(), std::size_t(2));
+    QVERIFY(!queue.move(5, 0));
+}
+
+void tst_Queue::killedSweepResumesWhereItStopped()
+{
+    const QString file = m_runs->filePath(QStringLiteral("sweep.json"));
+    tinySweep(R"({"seed": [1, 2, 3]})", 2).save(file.toStdString());
+    const QString runs = m_runs->filePath(QStringLiteral("runs"));
+    // Frozen once run 2's first epoch is on disk, then killed, as a power cut would.
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("TRAINLAB_TEST_PAUSE"), QStringLiteral("epoch-end#3"));
+    QProcess *killed = startCli({QStringLiteral("sweep"), file, QStringLiteral("--runs-dir"), runs}, env);
+    QString err;
+    QTRY_VERIFY_WITH_TIMEOUT((err += QString::fromUtf8(killed->readAllStandardError())).contains("TRAINLAB_PAUSED epoch-end"), 120000);
+    killed->kill();
+    const CliOutcome k = finishCli(killed);
+    QVERIFY2(k.out.contains("run 1/3 completed"), qPrintable(k.out));
+    const QStringList sweeps = QDir(runs + "/sweeps").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(sweeps.size(), 1);
+    const QString dir = runs + "/sweeps/" + sweeps[0];
+    const Queue before = Queue::load((dir + "/queue.json").toStdString());
+    QCOMPARE(before.at(1).state, EntryState::Running);
+    const std::string interrupted = before.at(1).runDir;
+    QCOMPARE(trainlab::readRunSummary(interrupted).status, std::string("interrupted"));
+
+    const CliOutcome r = finishCli(startCli({QStringLiteral("sweep"), QStringLiteral("--resume"), dir}));
+    QVERIFY2(r.exitCode == 0, qPrintable(r.out + r.err));
+    QVERIFY2(!r.out.contains("run 1/3"), qPrintable(r.out));
+    QVERIFY2(r.out.contains("run 2/3 completed") && r.out.contains("run 3/3 completed"), qPrintable(r.out));
+    const Queue after = Queue::load((dir + "/queue.json").toStdString());
+    QCOMPARE(after.at(1).runDir, interrupted);
+    QCOMPARE(trainlab::readRunSummary(interrupted).status, std::string("completed"));
+    QCOMPARE(trainlab::readMetrics(interrupted).size(), std::size_t(2));
+    QCOMPARE(trainlab::listRuns(runs.toStdString()).size(), std::size_t(3));
+    // The closing table covers the whole sweep, and its CSV is kept beside the state.
+    QVERIFY2(r.out.contains(QRegularExpression("\n1  1     completed")), qPrintable(r.out));
+    QVERIFY(QFile::exists(dir + "/results.csv"));
+}
+
+void tst_Queue::dryRunPrintsThePlanOnly()
+{
+    const QString runs = m_runs->filePath(QStringLiteral("runs"));
+    const CliOutcome o = finishCli(startCli({QStringLiteral("sweep"), QStringLiteral("--preset"), QStringLiteral("lr-sweep-quick"),
+                                             QStringLiteral("--dry-run"), QStringLiteral("--runs-dir"), runs}));
+    QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
+    QVERIFY2(o.out.contains("6 runs, grid learning_rate (3) batch_size (2)"), qPrintable(o.out));
+    QVERIFY2(o.out.contains("6  planned    learning_rate=0.2 batch_size=64"), qPrintable(o.out));
+    QVERIFY(!QFileInfo::exists(runs));
+    const CliOutcome bad = finishCli(startCli({QStringLiteral("sweep"), QStringLiteral("--preset"), QStringLiteral("d2l-scaling"),
+                                               QStringLiteral("--runs-dir"), runs}));
+    QCOMPARE(bad.exitCode, 2);
+    QVERIFY2(bad.err.contains("axes.devices[1][1]: is not on this machine"), qPrintable(bad.err));
+    QVERIFY(!QFileInfo::exists(runs));
+}
+
+QTEST_GUILESS_MAIN(tst_Queue)
+#include "tst_queue.moc"

@@ -1,0 +1,245 @@
+#include "core/sweep.h"
+
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+using trainlab::ConfigError;
+using trainlab::SweepConfig;
+
+namespace {
+
+// A sweep over the built-in sample with the given mode and axes (JSON text of the "axes" object).
+std::string sweepJson(const std::string &mode, const std::string &axes, const std::string &extra = "")
+{
+    return R"({"schema_version": 1, "name": "s", "base": {"name": "b", "dataset": {"path": "builtin:sample"},
+               "devices": ["cpu"], "batch_size": 32, "learning_rate": 0.1, "epochs": 1}, "mode": ")"
+           + mode + R"(", "axes": )" + axes + extra + "}";
+}
+
+QStringList problemsOf(const std::string &text)
+{
+    QStringList out;
+    try {
+        const SweepConfig s = SweepConfig::fromJson(text, "sweep.json");
+        for (const auto &p : s.validate())
+            out << QString::fromStdString(p);
+    } catch (const ConfigError &e) {
+        for (const auto &p : e.problems())
+            out << QString::fromStdString(p);
+        if (e.problems().empty())
+            out << QString::fromUtf8(e.what());
+    }
+    return out;
+}
+
+const char *first(const std::vector<std::string> &problems)
+{
+    return problems.empty() ? "" : problems.front().c_str();
+}
+
+} // namespace
+
+class tst_Sweep : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void runCount_data();
+    void runCount();
+    void gridVariesTheLastAxisFastest();
+    void zipPairsTheValues();
+    void scalesTheLearningRateWithTheBatch();
+    void badAxesAreNamed_data();
+    void badAxesAreNamed();
+    void baseFromAPathOrAPreset();
+    void jsonRoundTrip();
+    void shippedPresetsParse();
+};
+
+void tst_Sweep::runCount_data()
+{
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<QString>("axes");
+    QTest::addColumn<long long>("count");
+    QTest::newRow("no axes") << "grid" << "{}" << 1LL;
+    QTest::newRow("grid 3x2") << "grid" << R"({"learning_rate": [0.01, 0.1, 1], "batch_size": [16, 32]})" << 6LL;
+    QTest::newRow("grid 2x2x2") << "grid"
+                                << R"({"learning_rate": [0.01, 0.1], "seed": [1, 2], "devices": [["cpu"], ["cpu", "cpu"]]})"
+                                << 8LL;
+    QTest::newRow("zip 3") << "zip" << R"({"learning_rate": [0.01, 0.1, 1], "batch_size": [16, 32, 64]})" << 3LL;
+    QTest::newRow("zip sizes differ") << "zip" << R"({"learning_rate": [0.01, 0.1, 1], "batch_size": [16, 32]})" << -1LL;
+}
+
+void tst_Sweep::runCount()
+{
+    QFETCH(QString, mode);
+    QFETCH(QString, axes);
+    QFETCH(long long, count);
+    const SweepConfig s = SweepConfig::fromJson(sweepJson(mode.toStdString(), axes.toStdString()));
+    QCOMPARE(s.runCount(), count);
+    if (count > 0) {
+        QCOMPARE(static_cast<long long>(trainlab::planSweep(s).size()), count);
+        const auto problems = s.validate();
+        QVERIFY2(problems.empty(), first(problems));
+    } else {
+        QVERIFY_THROWS_EXCEPTION(ConfigError, trainlab::planSweep(s));
+        const auto problems = s.validate();
+        QCOMPARE(problems.size(), std::size_t(1));
+        QVERIFY(QString::fromStdString(problems[0]).contains("learning_rate 3, batch_size 2"));
+    }
+}
+
+void tst_Sweep::gridVariesTheLastAxisFastest()
+{
+    const SweepConfig s = SweepConfig::fromJson(
+        sweepJson("grid", R"({"learning_rate": [0.01, 0.1], "batch_size": [16, 32, 64]})"));
+    const auto runs = trainlab::planSweep(s);
+    QCOMPARE(runs.size(), std::size_t(6));
+    QCOMPARE(runs[0].config.learningRate, 0.01);
+    QCOMPARE(runs[0].config.batchSize, 16);
+    QCOMPARE(runs[1].config.batchSize, 32);
+    QCOMPARE(runs[3].config.learningRate, 0.1);
+    QCOMPARE(runs[3].config.batchSize, 16);
+    QCOMPARE(runs[5].config.batchSize, 64);
+    QCOMPARE(runs[4].tag.label(), std::string("learning_rate=0.1 batch_size=32"));
+    QCOMPARE(runs[4].tag.index, 4);
+    QCOMPARE(runs[4].tag.count, 6);
+    QCOMPARE(runs[4].config.name, std::string("s-5"));
+    // Everything the axes leave alone is the base's.
+    QCOMPARE(runs[4].config.epochs, 1);
+    QCOMPARE(runs[4].config.dataset.path, std::string("builtin:sample"));
+}
+
+void tst_Sweep::zipPairsTheValues()
+{
+    const SweepConfig s = SweepConfig::fromJson(
+        sweepJson("zip", R"({"batch_size": [16, 32], "devices": [["cpu"], ["cpu", "cpu"]]})"));
+    const auto runs = trainlab::planSweep(s);
+    QCOMPARE(runs.size(), std::size_t(2));
+    QCOMPARE(runs[0].config.batchSize, 16);
+    QCOMPARE(runs[0].config.devices, std::vector<std::string>{"cpu"});
+    QCOMPARE(runs[1].config.batchSize, 32);
+    QCOMPARE(runs[1].config.devices, (std::vector<std::string>{"cpu", "cpu"}));
+    QCOMPARE(runs[1].tag.label(), std::string("batch_size=32 devices=cpu,cpu"));
+}
+
+void tst_Sweep::scalesTheLearningRateWithTheBatch()
+{
+    // The chapter's rule: twice the batch on two devices, twice the learning rate.
+    const SweepConfig s = SweepConfig::fromJson(
+        sweepJson("zip", R"({"batch_size": [32, 64, 128], "devices": [["cpu"], ["cpu", "cpu"], ["cpu", "cpu"]]})",
+                  R"(, "scale_lr_with_batch": true)"));
+    const auto runs = trainlab::planSweep(s);
+    QCOMPARE(runs[0].config.learningRate, 0.1);
+    QCOMPARE(runs[1].config.learningRate, 0.2);
+    QCOMPARE(runs[2].config.learningRate, 0.4);
+    const SweepConfig noBatchAxis = SweepConfig::fromJson(
+        sweepJson("grid", R"({"learning_rate": [0.1]})", R"(, "scale_lr_with_batch": true)"));
+    QCOMPARE(noBatchAxis.validate().front(), std::string("scale_lr_with_batch: needs a batch_size axis to scale by, got true"));
+}
+
+void tst_Sweep::badAxesAreNamed_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("problem");
+    auto row = [](const char *name, const std::string &text, const char *problem) {
+        QTest::newRow(name) << QString::fromStdString(text) << QString::fromUtf8(problem);
+    };
+    row("not an array", sweepJson("grid", R"({"learning_rate": 0.1})"),
+        "axes.learning_rate: must be a list of values, each a number, got a number 0.1");
+    row("empty axis", sweepJson("grid", R"({"batch_size": []})"), "axes.batch_size: must list at least one value");
+    row("wrong element", sweepJson("grid", R"({"learning_rate": [0.1, "fast"]})"),
+        "axes.learning_rate[1]: must be a number, got \"fast\"");
+    row("fractional batch", sweepJson("grid", R"({"batch_size": [16, 2.5]})"),
+        "axes.batch_size[1]: must be an integer from 1 to 1000000, got 2.5");
+    row("device set not a list", sweepJson("grid", R"({"devices": ["cpu"]})"), "axes.devices[0]: must be a non-empty array");
+    row("unknown axis", sweepJson("grid", R"({"dropout": [0.1]})"), "axes.dropout: unknown key");
+    row("invalid value", sweepJson("grid", R"({"learning_rate": [0.1, -1]})"),
+        "axes.learning_rate[1]: must be finite and greater than 0, got -1");
+    row("batch above the data", sweepJson("grid", R"({"batch_size": [16, 5000]})"),
+        "axes.batch_size[1]: must be at most the 2000 training images, got 5000");
+    row("absent device", sweepJson("grid", R"({"devices": [["cpu"], ["cpu", "cuda:7"]]})"), "axes.devices[1][1]: is not on this machine");
+    row("bad precision", sweepJson("grid", R"({"precision": ["fp32", "fp8"]})"),
+        "axes.precision[1]: must be \"fp32\" or \"bf16\", got \"fp8\"");
+    row("bad mode", sweepJson("random", "{}"), "mode: must be \"grid\" or \"zip\", got \"random\"");
+    row("too many runs",
+        sweepJson("grid", R"({"learning_rate": [1,2,3,4,5,6,7,8,9,10], "batch_size": [1,2,3,4,5,6,7,8,9,10],
+                              "seed": [1,2,3,4,5,6,7,8,9,10], "momentum": [0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95]})"),
+        "axes: the grid has 11000 runs or more; at most 10000");
+    row("base problem", R"({"schema_version": 1, "name": "s", "base": {"epochs": 0}, "axes": {}})",
+        "base.epochs: must be between 1 and 100000, got 0");
+    row("missing base", R"({"schema_version": 1, "name": "s", "axes": {}})", "base: missing");
+    row("unknown top key", sweepJson("grid", "{}", R"(, "parallel": true)"), "parallel: unknown key");
+    row("bool as number", sweepJson("grid", "{}", R"(, "stop_on_failure": 1)"),
+        "stop_on_failure: must be true or false, got an integer 1");
+}
+
+void tst_Sweep::badAxesAreNamed()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, problem);
+    const QStringList problems = problemsOf(text.toStdString());
+    bool found = false;
+    for (const QString &p : problems)
+        found = found || p.startsWith(problem);
+    QVERIFY2(found, qPrintable("expected \"" + problem + "\" among:\n" + problems.join('\n')));
+}
+
+void tst_Sweep::baseFromAPathOrAPreset()
+{
+    QTemporaryDir dir;
+    trainlab::ExperimentConfig base;
+    base.name = "from-file";
+    base.batchSize = 48;
+    base.save(dir.filePath("base.json").toStdString());
+    {
+        std::ofstream out(dir.filePath("sweep.json").toStdString());
+        out << R"({"schema_version": 1, "name": "p", "base": "base.json", "axes": {"seed": [1, 2]}})";
+    }
+    // A relative path is the sweep file's neighbour, wherever the program runs.
+    const SweepConfig s = SweepConfig::load(dir.filePath("sweep.json").toStdString());
+    QCOMPARE(s.base.name, std::string("from-file"));
+    QCOMPARE(s.base.batchSize, 48);
+    const SweepConfig preset = SweepConfig::fromJson(R"({"schema_version": 1, "name": "p", "base": "preset:quick-demo", "axes": {}})");
+    QCOMPARE(preset.base, trainlab::loadPreset("quick-demo"));
+    const QStringList missing = problemsOf(R"({"schema_version": 1, "name": "p", "base": "nope.json", "axes": {}})");
+    QVERIFY2(missing.size() == 1 && missing[0].startsWith("base: ./nope.json: cannot open"), qPrintable(missing.join('\n')));
+}
+
+void tst_Sweep::jsonRoundTrip()
+{
+    const SweepConfig s = SweepConfig::fromJson(
+        sweepJson("zip", R"({"batch_size": [32, 64], "devices": [["cpu"], ["cpu", "cpu"]]})",
+                  R"(, "scale_lr_with_batch": true, "stop_on_failure": true)"));
+    const SweepConfig back = SweepConfig::fromJson(s.toJson());
+    QCOMPARE(back.toJson(), s.toJson());
+    QCOMPARE(back.mode, std::string("zip"));
+    QVERIFY(back.scaleLrWithBatch && back.stopOnFailure);
+    QCOMPARE(back.devices.size(), std::size_t(2));
+    QCOMPARE(back.base, s.base);
+}
+
+void tst_Sweep::shippedPresetsParse()
+{
+    const auto names = trainlab::sweepPresetNames();
+    QCOMPARE(names, (std::vector<std::string>{"d2l-scaling", "lr-sweep-quick"}));
+    const SweepConfig quick = trainlab::loadSweepPreset("lr-sweep-quick");
+    QCOMPARE(quick.runCount(), 6LL);
+    const auto problems = quick.validate();
+    QVERIFY2(problems.empty(), first(problems));
+    const SweepConfig scaling = trainlab::loadSweepPreset("d2l-scaling");
+    const auto runs = trainlab::planSweep(scaling);
+    QCOMPARE(runs.size(), std::size_t(2));
+    QCOMPARE(runs[0].config.devices, std::vector<std::string>{"cuda:0"});
+    QCOMPARE(runs[1].config.devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+    QCOMPARE(runs[0].config.batchSize, 256);
+    QCOMPARE(runs[1].config.batchSize, 512);
+    QCOMPARE(runs[1].config.learningRate, 0.2);
+    QCOMPARE(runs[1].config.epochs, 10);
+    QVERIFY_THROWS_EXCEPTION(ConfigError, trainlab::loadSweepPreset("nope"));
+}
+
+QTEST_GUILESS_MAIN(tst_Sweep)
+#include "tst_sweep.moc"
