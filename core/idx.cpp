@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@ constexpr std::uint32_t kLabelsMagic = 2049;
 constexpr std::int64_t kMaxImageSide = 512;
 
 // A raw or gzip IDX file, opened only when it is a regular file (a FIFO would block, /dev/zero never ends).
+// Inflated here rather than by gzread, which silently skips whatever follows the gzip stream.
 class IdxReader
 {
 public:
@@ -34,14 +36,29 @@ public:
             throw DataError(path + ": file not found");
         if (!std::filesystem::is_regular_file(status))
             throw DataError(path + ": not a regular file");
-        m_file = gzopen(path.c_str(), "rb");
-        if (!m_file)
+        m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (m_fd < 0)
             throw DataError(path + ": cannot open: " + std::strerror(errno));
+        try {
+            fill();
+        } catch (...) {
+            ::close(m_fd);
+            throw;
+        }
+        m_gzip = m_inSize >= 2 && static_cast<unsigned char>(m_in[0]) == 0x1f && static_cast<unsigned char>(m_in[1]) == 0x8b;
+        if (m_gzip && inflateInit2(&m_zs, 16 + MAX_WBITS) != Z_OK) {
+            ::close(m_fd);
+            throw DataError(path + ": cannot start inflating");
+        }
+        m_zs.next_in = reinterpret_cast<Bytef *>(m_in);
+        m_zs.avail_in = static_cast<uInt>(m_inSize);
     }
     ~IdxReader()
     {
-        if (m_file)
-            gzclose(m_file);
+        if (m_gzip)
+            inflateEnd(&m_zs);
+        if (m_fd >= 0)
+            ::close(m_fd);
     }
     IdxReader(const IdxReader &) = delete;
     IdxReader &operator=(const IdxReader &) = delete;
@@ -50,41 +67,79 @@ public:
     void read(std::string &out, std::uint64_t n)
     {
         char buffer[1 << 16];
-        while (n > 0) {
-            const unsigned want = static_cast<unsigned>(std::min<std::uint64_t>(n, sizeof buffer));
-            const int got = gzread(m_file, buffer, want);
-            if (got < 0) {
-                int code = 0;
-                throw DataError(m_path + ": corrupt gzip data (" + gzerror(m_file, &code) + ")");
+        while (n > 0 && !m_ended) {
+            const auto want = static_cast<unsigned>(std::min<std::uint64_t>(n, sizeof buffer));
+            std::size_t got = 0;
+            if (!m_gzip) {
+                // The first bytes were read to sniff the format; hand them out first.
+                if (m_zs.avail_in > 0) {
+                    got = std::min<std::size_t>(want, m_zs.avail_in);
+                    std::memcpy(buffer, m_zs.next_in, got);
+                    m_zs.next_in += got;
+                    m_zs.avail_in -= static_cast<uInt>(got);
+                } else {
+                    const ssize_t r = ::read(m_fd, buffer, want);
+                    if (r < 0)
+                        throw DataError(m_path + ": read error: " + std::strerror(errno));
+                    got = static_cast<std::size_t>(r);
+                    m_ended = r == 0;
+                }
+            } else {
+                if (m_zs.avail_in == 0) {
+                    fill();
+                    m_zs.next_in = reinterpret_cast<Bytef *>(m_in);
+                    m_zs.avail_in = static_cast<uInt>(m_inSize);
+                    if (m_inSize == 0)
+                        throw DataError(m_path + ": truncated gzip data (the file ends inside the stream)");
+                }
+                m_zs.next_out = reinterpret_cast<Bytef *>(buffer);
+                m_zs.avail_out = want;
+                const int rc = inflate(&m_zs, Z_NO_FLUSH);
+                if (rc == Z_STREAM_END)
+                    m_ended = true;
+                else if (rc != Z_OK && rc != Z_BUF_ERROR)
+                    throw DataError(m_path + ": corrupt gzip data (" + (m_zs.msg ? m_zs.msg : "inflate error " + std::to_string(rc)) + ")");
+                got = want - m_zs.avail_out;
             }
-            if (got == 0) {
-                m_ended = true;
-                break;
-            }
-            out.append(buffer, static_cast<std::size_t>(got));
-            n -= static_cast<std::uint64_t>(got);
+            out.append(buffer, got);
+            n -= got;
         }
-        int code = 0;
-        const char *why = gzerror(m_file, &code);
-        if (code != Z_OK && code != Z_STREAM_END)
-            throw DataError(m_path + ": corrupt gzip data (" + why + ")");
     }
 
-    bool compressed() { return gzdirect(m_file) == 0; }
+    bool compressed() const { return m_gzip; }
 
-    // After the data ended: a gzip stream must also end cleanly (its length and CRC check).
+    // After the data ended: the gzip stream ended (its length and CRC checked) and nothing follows it.
     void close()
     {
-        const int code = gzclose(m_file);
-        m_file = nullptr;
-        if (code != Z_OK)
+        if (!m_gzip)
+            return;
+        if (!m_ended)
             throw DataError(m_path + ": corrupt gzip data (truncated or bad checksum)");
+        std::uint64_t trailing = m_zs.avail_in;
+        char buffer[1 << 16];
+        for (ssize_t r; (r = ::read(m_fd, buffer, sizeof buffer)) > 0 && trailing < (1u << 20);)
+            trailing += static_cast<std::uint64_t>(r);
+        if (trailing > 0)
+            throw DataError(m_path + ": " + std::to_string(trailing) + (trailing >= (1u << 20) ? " or more" : "")
+                            + " bytes of trailing data after the gzip stream");
     }
 
 private:
+    void fill()
+    {
+        const ssize_t r = ::read(m_fd, m_in, sizeof m_in);
+        if (r < 0)
+            throw DataError(m_path + ": read error: " + std::strerror(errno));
+        m_inSize = static_cast<std::size_t>(r);
+    }
+
     std::string m_path;
-    gzFile m_file = nullptr;
+    int m_fd = -1;
+    bool m_gzip = false;
     bool m_ended = false;
+    z_stream m_zs{};
+    char m_in[1 << 16];
+    std::size_t m_inSize = 0;
 };
 
 // The payload after the header, read no further than one byte past what the header announces, so a

@@ -75,6 +75,8 @@ private Q_SLOTS:
     void notRegularFiles_data();
     void notRegularFiles();
     void gzipBombStopsEarly();
+    void trailingBytesAfterTheGzipStream_data();
+    void trailingBytesAfterTheGzipStream();
 
 private:
     QTemporaryDir m_dir;
@@ -277,6 +279,34 @@ void tst_Idx::notRegularFiles()
 }
 
 // A small .gz whose header says 200 images but which inflates to 64 MB: refused after the announced bytes.
+void tst_Idx::trailingBytesAfterTheGzipStream_data()
+{
+    QTest::addColumn<QByteArray>("tail");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("none") << QByteArray() << QString();
+    QTest::newRow("garbage") << QByteArray("junk!") << "5 bytes of trailing data after the gzip stream";
+    QTest::newRow("zeros") << QByteArray(3000, '\0') << "3000 bytes of trailing data after the gzip stream";
+}
+
+void tst_Idx::trailingBytesAfterTheGzipStream()
+{
+    // gzread skips what follows a gzip member; the reader must not.
+    QFETCH(QByteArray, tail);
+    QFETCH(QString, message);
+    const std::string file = path("tail.gz");
+    writeGz(file, labels(9));
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::app);
+        out.write(tail.constData(), tail.size());
+    }
+    try {
+        QCOMPARE(trainlab::readIdxLabels(file).size(), std::size_t(9));
+        QVERIFY2(message.isEmpty(), "the trailing bytes were accepted");
+    } catch (const DataError &e) {
+        QVERIFY2(!message.isEmpty() && QString::fromUtf8(e.what()).endsWith(message), e.what());
+    }
+}
+
 void tst_Idx::gzipBombStopsEarly()
 {
     const std::string file = path("bomb.gz");

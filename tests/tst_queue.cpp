@@ -348,6 +348,17 @@ void tst_Queue::dryRunPrintsThePlanOnly()
     QCOMPARE(bad.exitCode, 2);
     QVERIFY2(bad.err.contains("axes.devices[1][1]: is not on this machine"), qPrintable(bad.err));
     QVERIFY(!QFileInfo::exists(runs));
+
+    // Over 200 runs the CLI asks first: without --yes it names the count and starts nothing.
+    SweepConfig big = tinySweep("{}");
+    for (std::uint64_t seed = 0; seed < 201; ++seed)
+        big.seed.push_back(seed);
+    const QString file = m_runs->filePath(QStringLiteral("big.json"));
+    big.save(file.toStdString());
+    const CliOutcome ask = finishCli(startCli({QStringLiteral("sweep"), file, QStringLiteral("--runs-dir"), runs}));
+    QCOMPARE(ask.exitCode, 2);
+    QVERIFY2(ask.err.contains("201 runs, more than 200") && ask.err.contains("--yes"), qPrintable(ask.err));
+    QVERIFY(!QFileInfo::exists(runs));
 }
 
 QTEST_GUILESS_MAIN(tst_Queue)
