@@ -2,6 +2,7 @@
 #include "core/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
+#include "ui/compareview.h"
 #include "ui/experimentform.h"
 #include "ui/mainwindow.h"
 
@@ -22,6 +23,8 @@ struct Options
     QString preset;
     QString runsDir;
     QString screenshot;
+    QString compare;
+    QString compareTab;
     bool smokeTest = false;
 };
 
@@ -49,7 +52,14 @@ int parse(int argc, char **argv, Options &options)
                                                        "in the history (their curves overlaid), save a picture of "
                                                        "the window to FILE and quit."),
                                         QStringLiteral("FILE"));
-    parser.addOptions({preset, runsDir, smoke, screenshot});
+    const QCommandLineOption compare(QStringLiteral("compare"),
+                                     QStringLiteral("Open the Compare window on sweep ID of the runs folder (with "
+                                                    "--screenshot: save a picture of it instead of training)."),
+                                     QStringLiteral("ID"));
+    const QCommandLineOption compareTab(QStringLiteral("compare-tab"),
+                                        QStringLiteral("The Compare window's chart to show: epochs, lr, scaling or table."),
+                                        QStringLiteral("TAB"), QStringLiteral("epochs"));
+    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab});
     parser.process(app);
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1) {
@@ -66,6 +76,13 @@ int parse(int argc, char **argv, Options &options)
     options.runsDir = parser.value(runsDir);
     options.smokeTest = parser.isSet(smoke);
     options.screenshot = parser.value(screenshot);
+    options.compare = parser.value(compare);
+    options.compareTab = parser.value(compareTab);
+    if (!QStringList({"epochs", "lr", "scaling", "table"}).contains(options.compareTab)) {
+        std::fprintf(stderr, "trainlab: --compare-tab must be epochs, lr, scaling or table, got \"%s\"\n",
+                     qPrintable(options.compareTab));
+        return 2;
+    }
     return 0;
 }
 
@@ -131,6 +148,23 @@ int main(int argc, char **argv)
                         window.form()->config().name.c_str());
             window.close();
         });
+        return QApplication::exec();
+    }
+    if (!options.compare.isEmpty()) {
+        if (!window.showCompare(options.compare)) {
+            std::fprintf(stderr, "trainlab: --compare: %s\n", qPrintable(window.lastError()));
+            return 1;
+        }
+        const QStringList tabs = {"epochs", "lr", "scaling", "table"};
+        window.compareView()->setCurrentTab(static_cast<trainlab::CompareView::Tab>(tabs.indexOf(options.compareTab)));
+        if (!options.screenshot.isEmpty()) {
+            QTimer::singleShot(800, &window, [&window, &options] {
+                const bool ok = window.compareView()->grab().save(options.screenshot);
+                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
+                             qPrintable(options.screenshot));
+                QApplication::exit(ok ? 0 : 1);
+            });
+        }
         return QApplication::exec();
     }
     if (!options.screenshot.isEmpty()) {

@@ -51,8 +51,9 @@ public:
     void add(QueueEntry entry);
     // Adds a sweep's planned runs, each tagged with sweepId.
     void addSweep(const SweepConfig &sweep, const std::string &sweepId);
-    // Only entries that have not started may be removed or moved; false otherwise.
+    // Any entry but the running one may be removed (a finished run's folder stays); false otherwise.
     bool remove(std::size_t i);
+    // Only entries that have not started may be moved; false otherwise.
     bool move(std::size_t from, std::size_t to);
     void clearFinished();
 

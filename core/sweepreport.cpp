@@ -188,8 +188,18 @@ std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::
             std::vector<QueueEntry> entries;
             const Queue queue = Queue::load(state);
             for (const QueueEntry &e : queue.entries()) {
-                if (e.tag.id == sweepId)
-                    entries.push_back(e);
+                if (e.tag.id != sweepId)
+                    continue;
+                entries.push_back(e);
+                // queue.json keeps no per-epoch metrics; the run folder's metrics.csv has them.
+                QueueEntry &added = entries.back();
+                if (added.metrics.empty() && !added.runDir.empty()) {
+                    try {
+                        added.metrics = readMetrics(added.runDir);
+                    } catch (const std::exception &) {
+                        // An unreadable metrics.csv: the run is still listed, without its curve.
+                    }
+                }
             }
             return entries;
         } catch (const std::exception &) {

@@ -1,12 +1,11 @@
 #include "ui/accuracychart.h"
 
+#include "ui/chartexport.h"
+
 #include <QCursor>
-#include <QImage>
 #include <QLineSeries>
 #include <QPainter>
-#include <QSaveFile>
 #include <QScatterSeries>
-#include <QSvgGenerator>
 #include <QToolTip>
 #include <QValueAxis>
 
@@ -31,15 +30,6 @@ QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle 
     series->setPen(pen);
     series->setPointsVisible(true);
     return series;
-}
-
-bool commit(QSaveFile &file, const QString &path, QString *error)
-{
-    if (file.commit())
-        return true;
-    if (error)
-        *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
-    return false;
 }
 
 } // namespace
@@ -212,45 +202,12 @@ QStringList AccuracyChart::seriesNames() const
 
 bool AccuracyChart::savePng(const QString &path, QString *error)
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        if (error)
-            *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
-        return false;
-    }
-    // Twice the window's size: crisp on high-DPI screens and in documents.
-    QImage image(size() * 2, QImage::Format_ARGB32_Premultiplied);
-    image.fill(Qt::white);
-    QPainter painter(&image);
-    painter.setRenderHint(QPainter::Antialiasing);
-    render(&painter, QRectF(image.rect()), rect());
-    painter.end();
-    if (!image.save(&file, "PNG")) {
-        if (error)
-            *error = QStringLiteral("%1: cannot encode the PNG image").arg(path);
-        file.cancelWriting();
-        return false;
-    }
-    return commit(file, path, error);
+    return saveChartPng(this, path, error);
 }
 
 bool AccuracyChart::saveSvg(const QString &path, QString *error)
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        if (error)
-            *error = QStringLiteral("%1: cannot write: %2").arg(path, file.errorString());
-        return false;
-    }
-    QSvgGenerator generator;
-    generator.setOutputDevice(&file);
-    generator.setSize(size());
-    generator.setViewBox(rect());
-    generator.setTitle(tr("TrainLab accuracy chart"));
-    QPainter painter(&generator);
-    render(&painter);
-    painter.end();
-    return commit(file, path, error);
+    return saveChartSvg(this, path, tr("TrainLab accuracy chart"), error);
 }
 
 } // namespace trainlab

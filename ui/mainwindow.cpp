@@ -5,10 +5,14 @@
 #include "core/report.h"
 #include "core/runrecord.h"
 #include "trainlab/version.h"
+#include "core/sweepreport.h"
 #include "ui/accuracychart.h"
+#include "ui/compareview.h"
 #include "ui/experimentform.h"
+#include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
 #include "ui/runhistorymodel.h"
+#include "ui/sweepdialog.h"
 #include "ui/trainingrunner.h"
 
 #include <QAction>
@@ -17,11 +21,13 @@
 #include <QCloseEvent>
 #include <QDesktopServices>
 #include <QDir>
+#include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QMenuBar>
@@ -73,6 +79,7 @@ MainWindow::MainWindow(QWidget *parent)
     , m_runner(new TrainingRunner(this))
     , m_historyModel(new RunHistoryModel(this))
     , m_resumeActions(new ResumeActions(this))
+    , m_queuePanel(new QueuePanel)
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/org.trainlab.TrainLab.svg")));
@@ -95,9 +102,19 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_runner, &TrainingRunner::finished, this, &MainWindow::onFinished);
     connect(m_runner, &TrainingRunner::idle, this, &MainWindow::onIdle);
     connect(m_resumeActions, &ResumeActions::resumeRequested, this, [this](const QString &dir, int epochs) { resumeRun(dir, epochs); });
+    // After the window's own handlers: the panel sees a run the window has already shown.
+    connect(m_runner, &TrainingRunner::runStarted, m_queuePanel, &QueuePanel::onRunStarted);
+    connect(m_runner, &TrainingRunner::finished, m_queuePanel, &QueuePanel::onRunFinished);
+    connect(m_runner, &TrainingRunner::idle, m_queuePanel, &QueuePanel::onRunnerIdle);
+    m_queuePanel->setLauncher([this](const QueueEntry &entry, bool resume) { return launchQueued(entry, resume); });
+    connect(m_queuePanel, &QueuePanel::stopRequested, this, &MainWindow::stopRun);
+    connect(m_queuePanel, &QueuePanel::addCurrentRequested, this, &MainWindow::addCurrentToQueue);
+    connect(m_queuePanel, &QueuePanel::addSweepRequested, this, &MainWindow::addSweepDialog);
+    connect(m_queuePanel, &QueuePanel::compareRequested, this, &MainWindow::showCompare);
 
     setCleanConfig(ExperimentConfig{}, QString());
     m_historyModel->setRunsDir(runsDir());
+    m_queuePanel->setRunsDir(runsDir());
     statusBar()->showMessage(tr("Ready"), 3000);
 }
 
@@ -206,6 +223,11 @@ void MainWindow::buildLayout()
     splitter->setSizes({380, 900});
     setCentralWidget(splitter);
 
+    auto *queueDock = new QDockWidget(tr("Queue"), this);
+    queueDock->setObjectName(QStringLiteral("queueDock"));
+    queueDock->setWidget(m_queuePanel);
+    addDockWidget(Qt::BottomDockWidgetArea, queueDock);
+
     m_statusDevices = new QLabel;
     m_statusDevices->setObjectName(QStringLiteral("statusDevices"));
     statusBar()->addPermanentWidget(m_statusDevices);
@@ -244,6 +266,17 @@ void MainWindow::buildMenus()
     run->addSeparator();
     run->addAction(m_resumeActions->resumeAction());
     run->addAction(m_resumeActions->continueAction());
+
+    QMenu *queue = menuBar()->addMenu(tr("&Queue"));
+    queue->addAction(tr("Add &Current Experiment"), this, &MainWindow::addCurrentToQueue);
+    queue->addAction(tr("Add &Sweep…"), QKeySequence(tr("Ctrl+Shift+W")), this, &MainWindow::addSweepDialog);
+    queue->addSeparator();
+    queue->addAction(tr("S&tart Queue"), m_queuePanel, &QueuePanel::startQueue);
+    queue->addAction(tr("Sto&p Queue"), m_queuePanel, &QueuePanel::stopQueue);
+    queue->addSeparator();
+    queue->addAction(tr("C&ompare Sweep…"), this, &MainWindow::chooseSweepToCompare);
+    if (auto *dock = findChild<QDockWidget *>(QStringLiteral("queueDock")))
+        queue->addAction(dock->toggleViewAction());
 
     QMenu *history = menuBar()->addMenu(tr("&History"));
     m_useConfigAction = history->addAction(tr("&Use This Run's Configuration"), this, &MainWindow::useSelectedConfig);
@@ -309,6 +342,7 @@ void MainWindow::setRunsDir(const QString &dir, bool remember)
 {
     m_runsDir = dir;
     m_historyModel->setRunsDir(runsDir());
+    m_queuePanel->setRunsDir(runsDir());
     if (remember)
         m_savedRunsDir = dir;
 }
@@ -556,6 +590,74 @@ void MainWindow::resumeRun(const QString &runDir, int epochs)
     updateActions();
 }
 
+bool MainWindow::launchQueued(const QueueEntry &entry, bool resume)
+{
+    if (m_runner->isRunning())
+        return false;
+    m_queuedRun = true;
+    const QString name = QString::fromStdString(entry.tag.empty() ? entry.config.name : entry.config.name + "  " + entry.tag.label());
+    prepareRunView(name, entry.config.epochs, devicesText(entry.config.devices));
+    if (resume)
+        m_runner->resume(QString::fromStdString(entry.runDir));
+    else
+        m_runner->start(entry.config, runsDir(), entry.tag);
+    updateActions();
+    return true;
+}
+
+void MainWindow::addCurrentToQueue()
+{
+    if (!m_form->isValid()) {
+        showError(tr("Add to Queue"), tr("The experiment is not valid: %1").arg(m_form->problems().join(QStringLiteral("; "))));
+        return;
+    }
+    m_queuePanel->addExperiment(m_form->config());
+}
+
+void MainWindow::addSweepDialog()
+{
+    SweepDialog dialog(m_form->config(), this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    QString error;
+    if (m_queuePanel->addSweep(dialog.sweep(), &error).isEmpty())
+        showError(tr("Add Sweep"), error);
+}
+
+bool MainWindow::showCompare(const QString &sweepId)
+{
+    if (!m_compare) {
+        m_compare = new CompareView(this);
+        m_compare->setWindowFlag(Qt::Window);
+        m_compare->setObjectName(QStringLiteral("compareView"));
+        m_compare->resize(960, 640);
+    }
+    QString error;
+    if (!m_compare->loadSweep(runsDir(), sweepId, &error)) {
+        showError(tr("Compare Sweep"), error);
+        return false;
+    }
+    m_compare->setWindowTitle(tr("Compare %1 — TrainLab").arg(sweepId));
+    m_compare->show();
+    m_compare->raise();
+    return true;
+}
+
+void MainWindow::chooseSweepToCompare()
+{
+    QStringList ids;
+    for (const std::string &id : listSweepIds(runsDir().toStdString()))
+        ids << QString::fromStdString(id);
+    if (ids.isEmpty()) {
+        showError(tr("Compare Sweep"), tr("%1 holds no sweep runs yet: add a sweep to the queue and start it.").arg(runsDir()));
+        return;
+    }
+    bool ok = false;
+    const QString id = QInputDialog::getItem(this, tr("Compare Sweep"), tr("Sweep:"), ids, 0, false, &ok);
+    if (ok)
+        showCompare(id);
+}
+
 void MainWindow::prepareRunView(const QString &name, int epochs, const QString &devices)
 {
     m_log->clear();
@@ -628,12 +730,15 @@ void MainWindow::onFinished(const RunResult &result)
     const QString status = QString::fromLatin1(toString(result.status));
     m_epochLabel->setText(tr("Run %1 after %2 of %3 epochs").arg(status).arg(result.epochs.size()).arg(m_runEpochs));
     m_timeLabel->setText(tr("took %1").arg(clock(m_runClock.elapsed())));
-    if (result.status == RunStatus::Failed && !m_closeAfterStop)
+    if (result.status == RunStatus::Failed && m_queuedRun)
+        statusBar()->showMessage(tr("A queued run failed: %1").arg(QString::fromStdString(result.error)), 10000);
+    else if (result.status == RunStatus::Failed && !m_closeAfterStop)
         showError(tr("Run Failed"), QString::fromStdString(result.error));
 }
 
 void MainWindow::onIdle()
 {
+    m_queuedRun = false;
     m_activeRunDir.clear();
     m_historyModel->setActiveRunDir(QString());
     refreshHistory();

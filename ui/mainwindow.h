@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/queue.h"
 #include "ui/metatypes.h"
 
 #include <QElapsedTimer>
@@ -19,7 +20,9 @@ class QTableView;
 namespace trainlab {
 
 class AccuracyChart;
+class CompareView;
 class ExperimentForm;
+class QueuePanel;
 class ResumeActions;
 class RunHistoryModel;
 class TrainingRunner;
@@ -51,12 +54,19 @@ public:
     AccuracyChart *chart() const { return m_chart; }
     QTableView *history() const { return m_history; }
     RunHistoryModel *historyModel() const { return m_historyModel; }
+    QueuePanel *queuePanel() const { return m_queuePanel; }
+    // The Compare window, once a sweep has been shown in it.
+    CompareView *compareView() const { return m_compare; }
 
 public Q_SLOTS:
     void startRun();
     void stopRun();
     // Resumes (epochs 0) or continues (to epochs in total) the run in runDir, as History > Resume Run does.
     void resumeRun(const QString &runDir, int epochs = 0);
+    // Queue > Add Sweep…: the dialog on the current experiment; its runs join the queue.
+    void addSweepDialog();
+    // Shows the sweep's runs in the Compare window; false (and why) when the runs folder has none.
+    bool showCompare(const QString &sweepId);
 
 Q_SIGNALS:
     // After a run's thread has ended and the history shows its final state.
@@ -86,6 +96,9 @@ private:
     QString askSavePath(const QString &title, const QString &suggested, const QString &filter);
     void appendLog(const QString &line);
     void about();
+    bool launchQueued(const QueueEntry &entry, bool resume);
+    void addCurrentToQueue();
+    void chooseSweepToCompare();
 
     void prepareRunView(const QString &name, int epochs, const QString &devices);
     void onRunStarted(const RunInfo &info);
@@ -108,6 +121,8 @@ private:
     TrainingRunner *m_runner;
     RunHistoryModel *m_historyModel;
     ResumeActions *m_resumeActions;
+    QueuePanel *m_queuePanel;
+    CompareView *m_compare = nullptr;
     QTableView *m_history = nullptr;
     QPlainTextEdit *m_log = nullptr;
     QPushButton *m_startButton = nullptr;
@@ -139,6 +154,7 @@ private:
     int m_epochsBefore = 0;         // a resumed run: epochs done before it started, left out of the ETA
     QElapsedTimer m_runClock;
     bool m_closeAfterStop = false;
+    bool m_queuedRun = false;       // the queue started this run: its failure is the queue's row, not a dialog
 };
 
 } // namespace trainlab

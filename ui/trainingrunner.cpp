@@ -24,12 +24,13 @@ TrainingRunner::~TrainingRunner()
     }
 }
 
-void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDir)
+void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag)
 {
     if (m_thread)
         return;
     RunOptions options;
     options.runsDir = runsDir.toStdString();
+    options.tag = tag;
     m_stop = std::make_shared<std::atomic<bool>>(false);
     launch(new TrainingWorker(config, options, m_stop));
 }

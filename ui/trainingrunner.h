@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/sweep.h"
 #include "ui/metatypes.h"
 
 #include <QObject>
@@ -25,7 +26,8 @@ public:
 
     bool isRunning() const { return m_thread != nullptr; }
     bool isStopping() const { return m_stopping; }
-    void start(const ExperimentConfig &config, const QString &runsDir);
+    // tag: the sweep the run belongs to (its folder's summary.json keeps it); empty for a single run.
+    void start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag = {});
     // Goes on with the run in runDir from its checkpoint; epochs > 0 continues a completed run to that many.
     void resume(const QString &runDir, int epochs = 0);
     // The run ends within one batch; finished() follows.

@@ -1,0 +1,418 @@
+#include "core/queue.h"
+#include "core/runrecord.h"
+#include "core/sweep.h"
+#include "ui/compareview.h"
+#include "ui/mainwindow.h"
+#include "ui/queuepanel.h"
+#include "ui/sweepdialog.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using trainlab::EntryState;
+using trainlab::ExperimentConfig;
+using trainlab::MainWindow;
+using trainlab::QueuePanel;
+using trainlab::SweepConfig;
+using trainlab::SweepDialog;
+
+namespace {
+
+// A run of a few seconds on the built-in sample.
+ExperimentConfig tinyConfig(const std::string &name)
+{
+    ExperimentConfig c;
+    c.name = name;
+    c.dataset.path = "builtin:sample";
+    c.dataset.trainLimit = 64;
+    c.dataset.testLimit = 40;
+    c.devices = {"cpu"};
+    c.batchSize = 32;
+    c.learningRate = 0.05;
+    c.epochs = 1;
+    c.checkpoints = "last";
+    return c;
+}
+
+QString stateText(const QueuePanel &panel, int row)
+{
+    return panel.table()->item(row, QueuePanel::StateColumn)->text();
+}
+
+QStringList states(const QueuePanel &panel)
+{
+    QStringList out;
+    for (const auto &e : panel.queue().entries())
+        out << QString::fromLatin1(trainlab::toString(e.state));
+    return out;
+}
+
+template<typename T>
+T *child(QWidget &widget, const QString &name)
+{
+    T *found = widget.findChild<T *>(name);
+    if (!found)
+        qFatal("no widget named %s", qPrintable(name));
+    return found;
+}
+
+} // namespace
+
+class tst_QueuePanel : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+    void sweepRunsThroughTheWindowAndCompares();
+    void stopMidQueueLeavesTheRestWaiting();
+    void aFailingRunIsRecordedAndTheQueueGoesOn();
+    void moveAndRemoveOnlyWaitingEntries();
+    void queueIsKeptInTheRunsFolder();
+    void damagedQueueFileIsSetAside();
+    void dialogCountsRuns_data();
+    void dialogCountsRuns();
+    void dialogAsksAboveTwoHundredRuns();
+    void dialogLoadsPresets();
+
+private:
+    QTemporaryDir m_home;
+    QString m_runsDir;
+};
+
+void tst_QueuePanel::initTestCase()
+{
+    QVERIFY(m_home.isValid());
+    qputenv("XDG_CONFIG_HOME", m_home.filePath(QStringLiteral("config")).toUtf8());
+    QApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
+    QApplication::setApplicationName(QStringLiteral("TrainLabQueueTest"));
+}
+
+void tst_QueuePanel::init()
+{
+    static int n = 0;
+    m_runsDir = m_home.filePath(QStringLiteral("runs%1").arg(++n));
+    QDir().mkpath(m_runsDir);
+    qputenv("TRAINLAB_RUNS_DIR", m_runsDir.toUtf8());
+    QSettings().clear();
+}
+
+void tst_QueuePanel::cleanup()
+{
+    while (QWidget *modal = QApplication::activeModalWidget())
+        modal->close();
+}
+
+void tst_QueuePanel::sweepRunsThroughTheWindowAndCompares()
+{
+    MainWindow window;
+    window.setRunsDir(m_runsDir, false);
+    QueuePanel *panel = window.queuePanel();
+    SweepConfig sweep;
+    sweep.name = "gui-grid";
+    sweep.base = tinyConfig("gui-grid");
+    sweep.learningRate = {0.02, 0.1};
+    sweep.batchSize = {16, 32};
+    QString error;
+    const QString id = panel->addSweep(sweep, &error);
+    QVERIFY2(!id.isEmpty(), qPrintable(error));
+    QCOMPARE(panel->queue().size(), std::size_t(4));
+    QVERIFY(QFile::exists(QDir(m_runsDir).filePath(QStringLiteral("sweeps/%1/sweep.json").arg(id))));
+    QCOMPARE(stateText(*panel, 0), QStringLiteral("waiting"));
+
+    QSignalSpy ended(panel, &QueuePanel::queueEnded);
+    QTest::mouseClick(child<QPushButton>(*panel, QStringLiteral("queueStart")), Qt::LeftButton);
+    QVERIFY(panel->isActive());
+    QTRY_COMPARE(stateText(*panel, 0), QStringLiteral("running"));
+    // The live chart shows the queued run as it would a run started by hand.
+    QTRY_VERIFY(window.isRunning());
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 240000);
+    QCOMPARE(states(*panel), QStringList({"completed", "completed", "completed", "completed"}));
+    QCOMPARE(stateText(*panel, 3), QStringLiteral("done"));
+    QVERIFY(!panel->isActive());
+
+    // Each a normal run folder, tagged with the sweep and its position.
+    QSet<int> indexes;
+    for (const trainlab::RunSummary &s : trainlab::listRuns(m_runsDir.toStdString())) {
+        QCOMPARE(QString::fromStdString(s.sweep.id), id);
+        QCOMPARE(s.sweep.count, 4);
+        QCOMPARE(QString::fromStdString(s.status), QStringLiteral("completed"));
+        indexes.insert(s.sweep.index);
+    }
+    QCOMPARE(indexes, QSet<int>({0, 1, 2, 3}));
+    for (const auto &e : panel->queue().entries()) {
+        QVERIFY(!e.runDir.empty());
+        QVERIFY(e.bestTestAcc > 0.0);
+        QVERIFY(e.imagesPerSecond > 0.0);
+    }
+    QVERIFY(!panel->table()->item(0, QueuePanel::BestColumn)->text().isEmpty());
+    QVERIFY(window.lastError().isEmpty());
+
+    // Compare: select a row of the sweep and press Compare.
+    panel->selectRow(1);
+    QTest::mouseClick(child<QPushButton>(*panel, QStringLiteral("queueCompare")), Qt::LeftButton);
+    trainlab::CompareView *compare = window.compareView();
+    QVERIFY(compare);
+    QCOMPARE(compare->sweepId(), id);
+    QCOMPARE(compare->epochSeriesCount(), 4);
+    QCOMPARE(compare->learningRateSeriesNames().size(), 2);
+    QCOMPARE(compare->table()->rowCount(), 4);
+    const QString png = m_home.filePath(QStringLiteral("compare.png"));
+    const QString csv = m_home.filePath(QStringLiteral("compare.csv"));
+    QVERIFY2(compare->saveCurrentChartPng(png, &error), qPrintable(error));
+    QVERIFY(!QImage(png).isNull());
+    QVERIFY2(compare->saveTableCsv(csv, &error), qPrintable(error));
+    QFile file(csv);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(file.readAll().count('\n'), 5);
+}
+
+void tst_QueuePanel::stopMidQueueLeavesTheRestWaiting()
+{
+    MainWindow window;
+    window.setRunsDir(m_runsDir, false);
+    QueuePanel *panel = window.queuePanel();
+    ExperimentConfig longer = tinyConfig("long");
+    longer.dataset.trainLimit = 2000;
+    longer.epochs = 3;
+    panel->addExperiment(longer);
+    panel->addExperiment(tinyConfig("second"));
+    panel->addExperiment(tinyConfig("third"));
+    QSignalSpy ended(panel, &QueuePanel::queueEnded);
+    panel->startQueue();
+    QTRY_VERIFY(!panel->queue().at(0).runDir.empty());
+    QTest::mouseClick(child<QPushButton>(*panel, QStringLiteral("queueStop")), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 60000);
+    QTRY_VERIFY(!window.isRunning());
+    QCOMPARE(states(*panel), QStringList({"stopped", "waiting", "waiting"}));
+    QVERIFY(panel->queue().at(1).runDir.empty());
+    QCOMPARE(trainlab::listRuns(m_runsDir.toStdString()).size(), std::size_t(1));
+    QCOMPARE(QString::fromStdString(trainlab::readRunSummary(panel->queue().at(0).runDir).status),
+             QStringLiteral("stopped"));
+    // The stopped run is next: Start resumes it from its folder rather than making a new one.
+    QVERIFY(panel->queue().resumes(0));
+    QCOMPARE(panel->queue().next(), 0);
+}
+
+void tst_QueuePanel::aFailingRunIsRecordedAndTheQueueGoesOn()
+{
+    MainWindow window;
+    window.setRunsDir(m_runsDir, false);
+    QueuePanel *panel = window.queuePanel();
+    panel->addExperiment(tinyConfig("first"));
+    ExperimentConfig broken = tinyConfig("broken");
+    broken.dataset.path = m_home.filePath(QStringLiteral("no-such-dataset")).toStdString();
+    panel->addExperiment(broken);
+    panel->addExperiment(tinyConfig("third"));
+    QSignalSpy ended(panel, &QueuePanel::queueEnded);
+    panel->startQueue();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 180000);
+    QCOMPARE(states(*panel), QStringList({"completed", "failed", "completed"}));
+    QVERIFY(panel->queue().at(1).error.find("no-such-dataset") != std::string::npos);
+    QVERIFY(panel->table()->item(1, QueuePanel::StateColumn)->toolTip().contains(QStringLiteral("no-such-dataset")));
+    // No dialog waits on a click while the queue goes on.
+    QVERIFY(window.findChildren<QWidget *>(QStringLiteral("errorBox")).isEmpty());
+    QVERIFY(window.lastError().isEmpty());
+}
+
+void tst_QueuePanel::moveAndRemoveOnlyWaitingEntries()
+{
+    QueuePanel panel;
+    panel.setRunsDir(m_runsDir);
+    for (const char *name : {"a", "b", "c"})
+        panel.addExperiment(tinyConfig(name));
+    panel.selectRow(2);
+    QTest::mouseClick(child<QPushButton>(panel, QStringLiteral("queueUp")), Qt::LeftButton);
+    QCOMPARE(panel.queue().at(1).config.name, std::string("c"));
+    QCOMPARE(panel.selectedRow(), 1);
+    panel.selectRow(0);
+    QVERIFY(!child<QPushButton>(panel, QStringLiteral("queueUp"))->isEnabled());
+    QTest::mouseClick(child<QPushButton>(panel, QStringLiteral("queueRemove")), Qt::LeftButton);
+    QCOMPARE(panel.queue().size(), std::size_t(2));
+    QCOMPARE(panel.queue().at(0).config.name, std::string("c"));
+    QCOMPARE(panel.table()->item(0, QueuePanel::NameColumn)->text(), QStringLiteral("c"));
+
+    // A finished entry cannot be moved; it can be run again, or removed (its folder stays in the history).
+    trainlab::RunResult done;
+    done.status = trainlab::RunStatus::Failed;
+    done.error = "x";
+    panel.setLauncher([](const trainlab::QueueEntry &, bool) { return true; });
+    panel.startQueue();
+    QVERIFY(!child<QPushButton>(panel, QStringLiteral("queueStart"))->isEnabled());
+    panel.selectRow(0);
+    QVERIFY(!child<QPushButton>(panel, QStringLiteral("queueRemove"))->isEnabled());   // running
+    panel.onRunFinished(done);
+    QCOMPARE(states(panel), QStringList({"failed", "waiting"}));
+    panel.stopQueue();
+    panel.selectRow(0);
+    QVERIFY(!child<QPushButton>(panel, QStringLiteral("queueDown"))->isEnabled());
+    panel.moveSelected(1);
+    QCOMPARE(panel.queue().at(0).config.name, std::string("c"));
+    QVERIFY(child<QPushButton>(panel, QStringLiteral("queueRetry"))->isEnabled());
+    QTest::mouseClick(child<QPushButton>(panel, QStringLiteral("queueRetry")), Qt::LeftButton);
+    QCOMPARE(states(panel), QStringList({"waiting", "waiting"}));
+    panel.selectRow(1);
+    QTest::mouseClick(child<QPushButton>(panel, QStringLiteral("queueRemove")), Qt::LeftButton);
+    QCOMPARE(panel.queue().size(), std::size_t(1));
+}
+
+void tst_QueuePanel::queueIsKeptInTheRunsFolder()
+{
+    {
+        QueuePanel panel;
+        panel.setRunsDir(m_runsDir);
+        panel.addExperiment(tinyConfig("kept-1"));
+        panel.addExperiment(tinyConfig("kept-2"));
+        QCOMPARE(panel.stateFile(), QDir(m_runsDir).filePath(QStringLiteral("queue.json")));
+    }
+    QVERIFY(QFile::exists(QDir(m_runsDir).filePath(QStringLiteral("queue.json"))));
+    QueuePanel again;
+    again.setRunsDir(m_runsDir);
+    QCOMPARE(again.queue().size(), std::size_t(2));
+    QCOMPARE(again.queue().at(1).config, tinyConfig("kept-2"));
+    QCOMPARE(again.table()->rowCount(), 2);
+}
+
+void tst_QueuePanel::damagedQueueFileIsSetAside()
+{
+    const QString file = QDir(m_runsDir).filePath(QStringLiteral("queue.json"));
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"schema_version\": 1, \"entries\": [ {\"config\": ");
+    f.close();
+    QueuePanel panel;
+    panel.setRunsDir(m_runsDir);
+    QCOMPARE(panel.queue().size(), std::size_t(0));
+    QVERIFY2(panel.message().contains(QStringLiteral("could not be read")), qPrintable(panel.message()));
+    const QStringList aside = QDir(m_runsDir).entryList({QStringLiteral("queue.json.damaged-*")});
+    QCOMPARE(aside.size(), 1);
+    QFile kept(QDir(m_runsDir).filePath(aside.first()));
+    QVERIFY(kept.open(QIODevice::ReadOnly));
+    QVERIFY(kept.readAll().startsWith("{\"schema_version\": 1"));
+}
+
+void tst_QueuePanel::dialogCountsRuns_data()
+{
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<QString>("learningRate");
+    QTest::addColumn<QString>("batchSize");
+    QTest::addColumn<QString>("devices");
+    QTest::addColumn<long long>("runs");
+    QTest::addColumn<QString>("problem");
+
+    QTest::newRow("grid 3x2") << "grid" << "0.01, 0.05, 0.2" << "32, 64" << "" << 6LL << "";
+    QTest::newRow("zip 2+2") << "zip" << "0.1, 0.2" << "32, 64" << "" << 2LL << "";
+    QTest::newRow("devices") << "grid" << "" << "" << "cpu; cpu,cpu" << 2LL << "";
+    QTest::newRow("no axes") << "grid" << "" << "" << "" << 1LL << "";
+    QTest::newRow("zip sizes differ") << "zip" << "0.1, 0.2, 0.3" << "32, 64" << "" << -1LL << "same number";
+    QTest::newRow("not a number") << "grid" << "0.1, abc" << "" << "" << 1LL << "axes.learning_rate[1]: must be a number";
+    QTest::newRow("bad batch") << "grid" << "" << "32, 0" << "" << 2LL << "axes.batch_size[1]";
+    QTest::newRow("empty device set") << "grid" << "" << "" << "cpu; ;cpu" << 2LL << "axes.devices[1]";
+}
+
+void tst_QueuePanel::dialogCountsRuns()
+{
+    QFETCH(QString, mode);
+    QFETCH(QString, learningRate);
+    QFETCH(QString, batchSize);
+    QFETCH(QString, devices);
+    QFETCH(long long, runs);
+    QFETCH(QString, problem);
+
+    SweepDialog dialog(tinyConfig("base"));
+    auto *modeBox = child<QComboBox>(dialog, QStringLiteral("sweepMode"));
+    modeBox->setCurrentIndex(modeBox->findData(mode));
+    QTest::keyClicks(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_learning_rate")), learningRate);
+    QTest::keyClicks(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_batch_size")), batchSize);
+    QTest::keyClicks(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_devices")), devices);
+    // The count and the problems follow the typing after a short pause.
+    if (problem.isEmpty())
+        QTRY_COMPARE(dialog.runCount(), runs);
+    else
+        QTRY_VERIFY(dialog.problems().join('\n').contains(problem));
+    QCOMPARE(dialog.runCount(), runs);
+    auto *label = child<QLabel>(dialog, QStringLiteral("sweepCount"));
+    if (problem.isEmpty()) {
+        QVERIFY2(dialog.problems().isEmpty(), qPrintable(dialog.problems().join('\n')));
+        QVERIFY2(label->text().startsWith(QString::number(runs) + (runs == 1 ? " run" : " runs")), qPrintable(label->text()));
+        const SweepConfig s = dialog.sweep();
+        QCOMPARE(static_cast<long long>(trainlab::planSweep(s).size()), runs);
+    } else {
+        QVERIFY(!dialog.problems().isEmpty());
+        QVERIFY2(dialog.problems().join('\n').contains(problem), qPrintable(dialog.problems().join('\n')));
+        QVERIFY(label->text().contains(problem));
+    }
+    auto *ok = dialog.findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok);
+    QCOMPARE(ok->isEnabled(), problem.isEmpty());
+}
+
+void tst_QueuePanel::dialogAsksAboveTwoHundredRuns()
+{
+    SweepDialog dialog(tinyConfig("big"));
+    QStringList lrs;
+    for (int i = 1; i <= 201; ++i)
+        lrs << QString::number(i * 0.001);
+    child<QLineEdit>(dialog, QStringLiteral("sweepAxis_learning_rate"))->setText(lrs.join(QStringLiteral(", ")));
+    dialog.revalidate();
+    QCOMPARE(dialog.runCount(), 201LL);
+    long long asked = 0;
+    bool answer = false;
+    dialog.setConfirm([&](long long runs) {
+        asked = runs;
+        return answer;
+    });
+    dialog.open();
+    dialog.accept();
+    QCOMPARE(asked, 201LL);
+    QVERIFY(dialog.isVisible());   // "No" keeps the dialog open
+    answer = true;
+    dialog.accept();
+    QCOMPARE(dialog.result(), int(QDialog::Accepted));
+
+    SweepDialog small(tinyConfig("small"));
+    child<QLineEdit>(small, QStringLiteral("sweepAxis_learning_rate"))->setText(QStringLiteral("0.1, 0.2"));
+    asked = 0;
+    small.setConfirm([&](long long runs) {
+        asked = runs;
+        return false;
+    });
+    small.open();
+    small.accept();
+    QCOMPARE(asked, 0LL);
+    QCOMPARE(small.result(), int(QDialog::Accepted));
+}
+
+void tst_QueuePanel::dialogLoadsPresets()
+{
+    SweepDialog dialog(tinyConfig("base"));
+    auto *preset = child<QComboBox>(dialog, QStringLiteral("sweepPreset"));
+    preset->setCurrentIndex(preset->findData(QStringLiteral("lr-sweep-quick")));
+    QCOMPARE(dialog.runCount(), 6LL);
+    QCOMPARE(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_batch_size"))->text(), QStringLiteral("32, 64"));
+    const SweepConfig s = dialog.sweep();
+    QCOMPARE(s.base.dataset.trainLimit, std::int64_t(512));
+    QCOMPARE(s.name, std::string("lr-sweep-quick"));
+    QVERIFY(dialog.loadPreset(QStringLiteral("d2l-scaling")));
+    QCOMPARE(dialog.sweep().mode, std::string("zip"));
+    QCOMPARE(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_devices"))->text(), QStringLiteral("cuda:0; cuda:0,cuda:1"));
+    QVERIFY(!dialog.loadPreset(QStringLiteral("no-such-sweep")));
+    // Back to the current experiment as the base.
+    preset->setCurrentIndex(0);
+    QCOMPARE(dialog.sweep().base.name, std::string("base"));
+}
+
+QTEST_MAIN(tst_QueuePanel)
+#include "tst_queuepanel.moc"

@@ -1,0 +1,589 @@
+#include "ui/compareview.h"
+
+#include "ui/chartexport.h"
+
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QLogValueAxis>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace trainlab {
+
+namespace {
+
+const QColor kPalette[] = {QColor(0x1f77b4), QColor(0xff7f0e), QColor(0x2ca02c), QColor(0xd62728),
+                           QColor(0x9467bd), QColor(0x8c564b), QColor(0xe377c2), QColor(0x7f7f7f),
+                           QColor(0xbcbd22), QColor(0x17becf)};
+
+QColor paletteColour(int i)
+{
+    const auto n = static_cast<int>(std::size(kPalette));
+    if (i < n)
+        return kPalette[i];
+    // Past the palette: golden-ratio hues stay apart from each other.
+    return QColor::fromHsvF(std::fmod(0.1 + 0.618034 * i, 1.0), 0.75, 0.8);
+}
+
+QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle style = Qt::SolidLine)
+{
+    auto *series = new QLineSeries;
+    series->setName(name);
+    QPen pen(colour);
+    pen.setWidthF(2.0);
+    pen.setStyle(style);
+    series->setPen(pen);
+    series->setPointsVisible(true);
+    return series;
+}
+
+void clearChart(QChart *chart)
+{
+    chart->removeAllSeries();
+    for (QAbstractAxis *axis : chart->axes()) {
+        chart->removeAxis(axis);
+        delete axis;
+    }
+}
+
+QChartView *chartView(const QString &objectName)
+{
+    auto *view = new QChartView(new QChart);
+    view->setObjectName(objectName);
+    view->setRenderHint(QPainter::Antialiasing);
+    view->chart()->legend()->setAlignment(Qt::AlignBottom);
+    view->chart()->setMargins(QMargins(4, 4, 4, 4));
+    return view;
+}
+
+void attach(QChart *chart, QAbstractSeries *series, QAbstractAxis *x, QAbstractAxis *y)
+{
+    chart->addSeries(series);
+    series->attachAxis(x);
+    series->attachAxis(y);
+}
+
+QString tagValue(const SweepTag &tag, const std::string &axis)
+{
+    for (const auto &[a, v] : tag.values) {
+        if (a == axis)
+            return QString::fromStdString(v);
+    }
+    return {};
+}
+
+double bestAccuracy(const QueueEntry &e)
+{
+    double best = e.bestTestAcc;
+    for (const EpochMetrics &m : e.metrics)
+        best = std::max(best, m.testAcc);
+    return best;
+}
+
+bool hasResult(const QueueEntry &e)
+{
+    return !e.metrics.empty() || e.bestTestAcc > 0.0;
+}
+
+QString csvField(const QString &text)
+{
+    if (!text.contains(QLatin1Char(',')) && !text.contains(QLatin1Char('"')) && !text.contains(QLatin1Char('\n')))
+        return text;
+    QString quoted = text;
+    quoted.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+    return QLatin1Char('"') + quoted + QLatin1Char('"');
+}
+
+QString fixed(double value, int decimals)
+{
+    return QString::number(value, 'f', decimals);
+}
+
+QString devicesText(int n)
+{
+    return n == 1 ? QStringLiteral("1 device") : QStringLiteral("%1 devices").arg(n);
+}
+
+} // namespace
+
+CompareView::CompareView(QWidget *parent)
+    : QWidget(parent)
+    , m_title(new QLabel)
+    , m_colourBox(new QComboBox)
+    , m_pngButton(new QPushButton(tr("Export PNG…")))
+    , m_svgButton(new QPushButton(tr("Export SVG…")))
+    , m_csvButton(new QPushButton(tr("Export CSV…")))
+    , m_tabs(new QTabWidget)
+    , m_epochsView(chartView(QStringLiteral("epochsChart")))
+    , m_learningRateView(chartView(QStringLiteral("learningRateChart")))
+    , m_scalingView(chartView(QStringLiteral("scalingChart")))
+    , m_scalingSummary(new QLabel)
+    , m_noScaling(new QLabel(tr("This sweep has no devices axis")))
+    , m_tableWidget(new QTableWidget)
+{
+    setObjectName(QStringLiteral("compareView"));
+    m_title->setObjectName(QStringLiteral("sweepTitle"));
+    m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_colourBox->setObjectName(QStringLiteral("colourAxis"));
+    m_scalingSummary->setObjectName(QStringLiteral("scalingSummary"));
+    m_scalingSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_noScaling->setObjectName(QStringLiteral("noScaling"));
+    m_noScaling->setAlignment(Qt::AlignCenter);
+    m_tableWidget->setObjectName(QStringLiteral("sweepTable"));
+    m_tableWidget->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_tableWidget->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_tableWidget->verticalHeader()->setVisible(false);
+
+    auto *header = new QHBoxLayout;
+    header->addWidget(m_title, 1);
+    auto *colourLabel = new QLabel(tr("Colour by"));
+    colourLabel->setBuddy(m_colourBox);
+    header->addWidget(colourLabel);
+    header->addWidget(m_colourBox);
+    header->addWidget(m_pngButton);
+    header->addWidget(m_svgButton);
+    header->addWidget(m_csvButton);
+
+    auto *scaling = new QWidget;
+    auto *scalingLayout = new QVBoxLayout(scaling);
+    scalingLayout->setContentsMargins(0, 0, 0, 0);
+    scalingLayout->addWidget(m_scalingView, 1);
+    scalingLayout->addWidget(m_scalingSummary);
+    scalingLayout->addWidget(m_noScaling, 1);
+
+    m_tabs->addTab(m_epochsView, tr("Accuracy per epoch"));
+    m_tabs->addTab(m_learningRateView, tr("Accuracy vs learning rate"));
+    m_tabs->addTab(scaling, tr("Scaling"));
+    m_tabs->addTab(m_tableWidget, tr("Table"));
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(header);
+    layout->addWidget(m_tabs, 1);
+
+    connect(m_colourBox, &QComboBox::currentTextChanged, this, &CompareView::setColourAxis);
+    connect(m_tabs, &QTabWidget::currentChanged, this, &CompareView::updateButtons);
+    connect(m_pngButton, &QPushButton::clicked, this, [this] { exportChart(false); });
+    connect(m_svgButton, &QPushButton::clicked, this, [this] { exportChart(true); });
+    connect(m_csvButton, &QPushButton::clicked, this, &CompareView::exportCsv);
+
+    setEntries({}, {});
+}
+
+bool CompareView::loadSweep(const QString &runsDir, const QString &sweepId, QString *error)
+{
+    std::vector<QueueEntry> entries;
+    try {
+        entries = loadSweepEntries(runsDir.toStdString(), sweepId.toStdString());
+    } catch (const std::exception &e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+    if (entries.empty()) {
+        if (error)
+            *error = tr("%1: no runs of sweep \"%2\" found").arg(runsDir, sweepId);
+        return false;
+    }
+    setEntries(sweepId, entries);
+    return true;
+}
+
+void CompareView::setEntries(const QString &sweepId, const std::vector<QueueEntry> &entries)
+{
+    m_sweepId = sweepId;
+    m_entries = entries;
+    m_table = sweepTable(m_entries);
+    m_title->setText(m_sweepId.isEmpty() ? tr("No sweep")
+                                         : tr("Sweep %1: %n run(s)", nullptr, static_cast<int>(m_entries.size()))
+                                               .arg(m_sweepId));
+    const QStringList names = axes();
+    if (!names.contains(m_colourAxis))
+        m_colourAxis = names.isEmpty() ? QString() : names.first();
+    {
+        const QSignalBlocker blocker(m_colourBox);
+        m_colourBox->clear();
+        m_colourBox->addItems(names);
+        m_colourBox->setCurrentText(m_colourAxis);
+    }
+    m_colourBox->setEnabled(!names.isEmpty());
+    rebuildEpochs();
+    rebuildLearningRate();
+    rebuildScaling();
+    rebuildTable();
+    updateButtons();
+}
+
+QStringList CompareView::axes() const
+{
+    QStringList names;
+    for (const std::string &a : m_table.axes)
+        names << QString::fromStdString(a);
+    return names;
+}
+
+void CompareView::setColourAxis(const QString &axis)
+{
+    if (axis == m_colourAxis || !axes().contains(axis))
+        return;
+    m_colourAxis = axis;
+    {
+        const QSignalBlocker blocker(m_colourBox);
+        m_colourBox->setCurrentText(axis);
+    }
+    rebuildEpochs();
+}
+
+void CompareView::setCurrentTab(Tab tab)
+{
+    m_tabs->setCurrentIndex(tab);
+}
+
+int CompareView::epochSeriesCount() const
+{
+    return static_cast<int>(m_epochsView->chart()->series().size());
+}
+
+QStringList CompareView::learningRateSeriesNames() const
+{
+    QStringList names;
+    for (const QAbstractSeries *s : m_learningRateView->chart()->series())
+        names << s->name();
+    return names;
+}
+
+void CompareView::rebuildEpochs()
+{
+    QChart *chart = m_epochsView->chart();
+    clearChart(chart);
+    chart->setTitle(tr("Test accuracy per epoch"));
+    auto *x = new QValueAxis;
+    x->setTitleText(tr("epoch"));
+    x->setLabelFormat(QStringLiteral("%d"));
+    auto *y = new QValueAxis;
+    y->setTitleText(tr("test acc"));
+    y->setRange(0.0, 1.0);
+    y->setTickCount(6);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    const std::string axis = m_colourAxis.toStdString();
+    std::map<QString, int> colourOf;   // value -> palette index, in order of first appearance
+    int epochs = 2;
+    for (std::size_t i = 0; i < m_entries.size(); ++i) {
+        const QueueEntry &e = m_entries[i];
+        if (e.metrics.empty())
+            continue;
+        const QString value = m_colourAxis.isEmpty() ? QString::number(m_table.rows[i].index) : tagValue(e.tag, axis);
+        const bool first = colourOf.count(value) == 0;
+        if (first)
+            colourOf.emplace(value, static_cast<int>(colourOf.size()));
+        const QString name = m_colourAxis.isEmpty() ? tr("run %1").arg(value) : m_colourAxis + QLatin1Char('=') + value;
+        QLineSeries *series = lineSeries(name, paletteColour(colourOf.at(value)));
+        for (const EpochMetrics &m : e.metrics) {
+            series->append(m.epoch, m.testAcc);
+            epochs = std::max(epochs, m.epoch);
+        }
+        attach(chart, series, x, y);
+        // One legend entry per value: the runs after the first of a value share its entry.
+        if (!first) {
+            for (QLegendMarker *marker : chart->legend()->markers(series))
+                marker->setVisible(false);
+        }
+    }
+    x->setRange(1, epochs);
+    x->setTickType(QValueAxis::TicksDynamic);
+    x->setTickAnchor(1);
+    x->setTickInterval(std::max(1.0, std::ceil((epochs - 1) / 10.0)));
+}
+
+void CompareView::rebuildLearningRate()
+{
+    QChart *chart = m_learningRateView->chart();
+    clearChart(chart);
+    chart->setTitle(tr("Best test accuracy against learning rate"));
+    // batch size -> learning rate -> (sum of best accuracies, runs): runs differing only elsewhere are averaged.
+    std::map<std::int64_t, std::map<double, std::pair<double, int>>> points;
+    double low = 0.0;
+    double high = 0.0;
+    for (const QueueEntry &e : m_entries) {
+        const double lr = e.config.learningRate;
+        if (!hasResult(e) || !(lr > 0.0))
+            continue;
+        auto &point = points[e.config.batchSize][lr];
+        point.first += bestAccuracy(e);
+        ++point.second;
+        low = low > 0.0 ? std::min(low, lr) : lr;
+        high = std::max(high, lr);
+    }
+    auto *x = new QLogValueAxis;
+    x->setBase(10.0);
+    x->setTitleText(tr("learning rate"));
+    x->setLabelFormat(QStringLiteral("%g"));
+    x->setMinorTickCount(8);
+    auto *y = new QValueAxis;
+    y->setTitleText(tr("best test acc"));
+    y->setRange(0.0, 1.0);
+    y->setTickCount(6);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    if (low > 0.0) {
+        double from = std::pow(10.0, std::floor(std::log10(low)));
+        double to = std::pow(10.0, std::ceil(std::log10(high)));
+        if (to <= from)
+            to = from * 10.0;
+        x->setRange(from, to);
+    } else {
+        x->setRange(0.001, 1.0);
+    }
+    int colour = 0;
+    for (const auto &[batch, byRate] : points) {
+        QLineSeries *series = lineSeries(tr("batch %1").arg(batch), paletteColour(colour++));
+        for (const auto &[lr, sum] : byRate)
+            series->append(lr, sum.first / sum.second);
+        attach(chart, series, x, y);
+    }
+}
+
+void CompareView::rebuildScaling()
+{
+    QChart *chart = m_scalingView->chart();
+    clearChart(chart);
+    m_scalingPoints = 0;
+    m_scalingView->setVisible(m_table.hasScaling);
+    m_scalingSummary->setVisible(m_table.hasScaling);
+    m_noScaling->setVisible(!m_table.hasScaling);
+    m_scalingSummary->clear();
+    if (!m_table.hasScaling)
+        return;
+    chart->setTitle(tr("Throughput against devices"));
+    struct Mean
+    {
+        double imagesPerSecond = 0.0;
+        double secondsPerEpoch = 0.0;
+        int runs = 0;
+    };
+    std::map<int, Mean> byDevices;
+    for (const QueueEntry &e : m_entries) {
+        const int n = static_cast<int>(e.config.devices.size());
+        if (n < 1 || !(e.imagesPerSecond > 0.0))
+            continue;
+        Mean &mean = byDevices[n];
+        mean.imagesPerSecond += e.imagesPerSecond;
+        mean.secondsPerEpoch += e.meanEpochSeconds;
+        ++mean.runs;
+    }
+    for (auto &[n, mean] : byDevices) {
+        mean.imagesPerSecond /= mean.runs;
+        mean.secondsPerEpoch /= mean.runs;
+    }
+    auto *x = new QValueAxis;
+    x->setTitleText(tr("devices"));
+    x->setLabelFormat(QStringLiteral("%d"));
+    auto *throughput = new QValueAxis;
+    throughput->setTitleText(tr("img/s"));
+    throughput->setLabelFormat(QStringLiteral("%.0f"));
+    auto *seconds = new QValueAxis;
+    seconds->setTitleText(tr("sec/epoch"));
+    seconds->setLabelFormat(QStringLiteral("%.1f"));
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(throughput, Qt::AlignLeft);
+    chart->addAxis(seconds, Qt::AlignRight);
+    QLineSeries *measured = lineSeries(tr("img/s measured"), paletteColour(0));
+    QLineSeries *ideal = lineSeries(tr("img/s ideal"), paletteColour(0).lighter(150), Qt::DashLine);
+    QLineSeries *epochSeconds = lineSeries(tr("sec/epoch"), paletteColour(1), Qt::DotLine);
+    QStringList summary;
+    double top = 0.0;
+    double slowest = 0.0;
+    if (!byDevices.empty()) {
+        const int n0 = byDevices.begin()->first;
+        const double reference = byDevices.begin()->second.imagesPerSecond;
+        summary << tr("%1: %2 img/s (reference)").arg(devicesText(n0), fixed(reference, 1));
+        for (const auto &[n, mean] : byDevices) {
+            const double idealRate = reference * n / n0;
+            measured->append(n, mean.imagesPerSecond);
+            ideal->append(n, idealRate);
+            epochSeconds->append(n, mean.secondsPerEpoch);
+            top = std::max({top, mean.imagesPerSecond, idealRate});
+            slowest = std::max(slowest, mean.secondsPerEpoch);
+            if (n == n0)
+                continue;
+            const double speedup = mean.imagesPerSecond / reference;
+            const double idealSpeedup = static_cast<double>(n) / n0;
+            summary << tr("%1: %2x, ideal %3x, efficiency %4%")
+                           .arg(devicesText(n), fixed(speedup, 2), QString::number(idealSpeedup, 'g', 3),
+                                fixed(100.0 * speedup / idealSpeedup, 0));
+        }
+        const int last = byDevices.rbegin()->first;
+        x->setRange(n0 == last ? n0 - 1 : n0, n0 == last ? n0 + 1 : last);
+        x->setTickType(QValueAxis::TicksDynamic);
+        x->setTickAnchor(0);
+        x->setTickInterval(1.0);
+    }
+    throughput->setRange(0.0, top > 0.0 ? top * 1.1 : 1.0);
+    seconds->setRange(0.0, slowest > 0.0 ? slowest * 1.1 : 1.0);
+    attach(chart, measured, x, throughput);
+    attach(chart, ideal, x, throughput);
+    attach(chart, epochSeconds, x, seconds);
+    m_scalingPoints = static_cast<int>(measured->count());
+    m_scalingSummary->setText(summary.join(QLatin1Char('\n')));
+}
+
+void CompareView::rebuildTable()
+{
+    QStringList headers = {tr("#")};
+    headers << axes();
+    const int firstNumber = static_cast<int>(headers.size()) + 1;
+    headers << tr("status") << tr("best test acc") << tr("sec/epoch") << tr("img/s");
+    if (m_table.hasScaling)
+        headers << tr("speed-up") << tr("ideal") << tr("efficiency %");
+    m_tableWidget->clear();
+    m_tableWidget->setColumnCount(static_cast<int>(headers.size()));
+    m_tableWidget->setRowCount(static_cast<int>(m_table.rows.size()));
+    m_tableWidget->setHorizontalHeaderLabels(headers);
+    for (int r = 0; r < static_cast<int>(m_table.rows.size()); ++r) {
+        const SweepRow &row = m_table.rows[static_cast<std::size_t>(r)];
+        const bool ran = row.status != "not started" && row.secondsPerEpoch > 0;
+        QStringList cells = {QString::number(row.index)};
+        for (const std::string &v : row.values)
+            cells << QString::fromStdString(v);
+        cells << QString::fromStdString(row.status);
+        cells << (ran ? fixed(row.bestTestAcc, 3) : QStringLiteral("-"));
+        cells << (ran ? fixed(row.secondsPerEpoch, 1) : QStringLiteral("-"));
+        cells << (ran && row.imagesPerSecond > 0 ? fixed(row.imagesPerSecond, 1) : QStringLiteral("-"));
+        if (m_table.hasScaling) {
+            cells << (row.speedup > 0 ? fixed(row.speedup, 2) + QLatin1Char('x') : QStringLiteral("-"));
+            cells << (row.ideal > 0 ? fixed(row.ideal, 2) + QLatin1Char('x') : QStringLiteral("-"));
+            cells << (row.efficiency > 0 ? fixed(row.efficiency, 0) : QStringLiteral("-"));
+        }
+        for (int c = 0; c < static_cast<int>(cells.size()); ++c) {
+            auto *item = new QTableWidgetItem(cells[c]);
+            item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
+            if (c == 0 || c >= firstNumber)
+                item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            if (!row.error.empty())
+                item->setToolTip(QString::fromStdString(row.error));
+            m_tableWidget->setItem(r, c, item);
+        }
+    }
+    m_tableWidget->resizeColumnsToContents();
+}
+
+void CompareView::updateButtons()
+{
+    QString ignored;
+    const bool chart = currentChartView(&ignored) != nullptr;
+    m_pngButton->setEnabled(chart);
+    m_svgButton->setEnabled(chart);
+    m_csvButton->setEnabled(!m_entries.empty());
+}
+
+QChartView *CompareView::currentChartView(QString *error) const
+{
+    switch (m_tabs->currentIndex()) {
+    case EpochsTab:
+        return m_epochsView;
+    case LearningRateTab:
+        return m_learningRateView;
+    case ScalingTab:
+        if (m_table.hasScaling)
+            return m_scalingView;
+        if (error)
+            *error = tr("This sweep has no devices axis: there is no scaling chart to export");
+        return nullptr;
+    default:
+        if (error)
+            *error = tr("The table has no chart: export it as CSV");
+        return nullptr;
+    }
+}
+
+bool CompareView::saveCurrentChartPng(const QString &path, QString *error)
+{
+    QChartView *view = currentChartView(error);
+    return view && saveChartPng(view, path, error);
+}
+
+bool CompareView::saveCurrentChartSvg(const QString &path, QString *error)
+{
+    QChartView *view = currentChartView(error);
+    return view && saveChartSvg(view, path, tr("TrainLab sweep %1: %2").arg(m_sweepId, view->chart()->title()), error);
+}
+
+bool CompareView::saveTableCsv(const QString &path, QString *error)
+{
+    return saveTextFile(path, QByteArray::fromStdString(sweepTableCsv(m_table)), error);
+}
+
+bool CompareView::saveEpochsCsv(const QString &path, QString *error)
+{
+    QStringList header = {QStringLiteral("index")};
+    header << axes();
+    header << QStringLiteral("epoch") << QStringLiteral("train_loss") << QStringLiteral("train_acc")
+           << QStringLiteral("test_acc") << QStringLiteral("seconds") << QStringLiteral("images_per_second");
+    QString text = header.join(QLatin1Char(',')) + QLatin1Char('\n');
+    for (std::size_t i = 0; i < m_entries.size(); ++i) {
+        const SweepRow &row = m_table.rows[i];
+        QString prefix = QString::number(row.index);
+        for (const std::string &v : row.values)
+            prefix += QLatin1Char(',') + csvField(QString::fromStdString(v));
+        for (const EpochMetrics &m : m_entries[i].metrics) {
+            text += prefix + QLatin1Char(',') + QString::number(m.epoch) + QLatin1Char(',') + fixed(m.trainLoss, 6)
+                    + QLatin1Char(',') + fixed(m.trainAcc, 6) + QLatin1Char(',') + fixed(m.testAcc, 6)
+                    + QLatin1Char(',') + fixed(m.seconds, 3) + QLatin1Char(',') + fixed(m.imagesPerSecond, 1)
+                    + QLatin1Char('\n');
+        }
+    }
+    return saveTextFile(path, text.toUtf8(), error);
+}
+
+void CompareView::exportChart(bool svg)
+{
+    static const char *const slugs[] = {"epochs", "learning-rate", "scaling", "table"};
+    const int tab = std::clamp(m_tabs->currentIndex(), 0, 3);
+    const QString suggested = QStringLiteral("%1-%2.%3")
+                                  .arg(m_sweepId.isEmpty() ? QStringLiteral("sweep") : m_sweepId,
+                                       QLatin1String(slugs[tab]), svg ? QStringLiteral("svg") : QStringLiteral("png"));
+    const QString path = QFileDialog::getSaveFileName(this, svg ? tr("Export chart as SVG") : tr("Export chart as PNG"),
+                                                      suggested,
+                                                      svg ? tr("SVG images (*.svg)") : tr("PNG images (*.png)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!(svg ? saveCurrentChartSvg(path, &error) : saveCurrentChartPng(path, &error)))
+        QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+void CompareView::exportCsv()
+{
+    const bool epochs = m_tabs->currentIndex() == EpochsTab;
+    const QString suggested = QStringLiteral("%1-%2.csv")
+                                  .arg(m_sweepId.isEmpty() ? QStringLiteral("sweep") : m_sweepId,
+                                       epochs ? QStringLiteral("epochs") : QStringLiteral("table"));
+    const QString path = QFileDialog::getSaveFileName(this, epochs ? tr("Export epochs as CSV") : tr("Export table as CSV"),
+                                                      suggested, tr("CSV files (*.csv)"));
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!(epochs ? saveEpochsCsv(path, &error) : saveTableCsv(path, &error)))
+        QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+} // namespace trainlab

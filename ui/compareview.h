@@ -1,0 +1,85 @@
+#pragma once
+
+#include "core/queue.h"
+#include "core/sweepreport.h"
+
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <vector>
+
+class QChart;
+class QChartView;
+class QComboBox;
+class QLabel;
+class QPushButton;
+class QTabWidget;
+class QTableWidget;
+
+namespace trainlab {
+
+// One sweep's runs side by side: accuracy per epoch, accuracy against learning rate, scaling, and the table.
+class CompareView : public QWidget
+{
+    Q_OBJECT
+
+public:
+    enum Tab { EpochsTab, LearningRateTab, ScalingTab, TableTab };
+
+    explicit CompareView(QWidget *parent = nullptr);
+
+    // Reads the sweep's runs from runsDir; false with *error when none is found.
+    bool loadSweep(const QString &runsDir, const QString &sweepId, QString *error = nullptr);
+    void setEntries(const QString &sweepId, const std::vector<QueueEntry> &entries);
+    QString sweepId() const { return m_sweepId; }
+    QStringList axes() const;
+    // Runs with the same value of this axis share a colour on the epochs chart; an unknown axis is ignored.
+    void setColourAxis(const QString &axis);
+    QString colourAxis() const { return m_colourAxis; }
+    void setCurrentTab(Tab tab);
+
+    int epochSeriesCount() const;
+    QStringList learningRateSeriesNames() const;
+    int scalingPointCount() const { return m_scalingPoints; }
+    bool hasScaling() const { return m_table.hasScaling; }
+    QTableWidget *table() const { return m_tableWidget; }
+
+    // Each written atomically; false with *error set on failure.
+    bool saveCurrentChartPng(const QString &path, QString *error);
+    bool saveCurrentChartSvg(const QString &path, QString *error);
+    bool saveTableCsv(const QString &path, QString *error);
+    // One line per run and epoch: index,<axes...>,epoch,train_loss,train_acc,test_acc,seconds,images_per_second
+    bool saveEpochsCsv(const QString &path, QString *error);
+
+private:
+    QChartView *currentChartView(QString *error) const;
+    void rebuildEpochs();
+    void rebuildLearningRate();
+    void rebuildScaling();
+    void rebuildTable();
+    void updateButtons();
+    void exportChart(bool svg);
+    void exportCsv();
+
+    QString m_sweepId;
+    QString m_colourAxis;
+    std::vector<QueueEntry> m_entries;
+    SweepTable m_table;
+    int m_scalingPoints = 0;
+
+    QLabel *m_title;
+    QComboBox *m_colourBox;
+    QPushButton *m_pngButton;
+    QPushButton *m_svgButton;
+    QPushButton *m_csvButton;
+    QTabWidget *m_tabs;
+    QChartView *m_epochsView;
+    QChartView *m_learningRateView;
+    QChartView *m_scalingView;
+    QLabel *m_scalingSummary;
+    QLabel *m_noScaling;
+    QTableWidget *m_tableWidget;
+};
+
+} // namespace trainlab

@@ -1,0 +1,313 @@
+#include "ui/sweepdialog.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <limits>
+
+namespace trainlab {
+
+namespace {
+
+QStringList items(const QString &text, QChar separator = QLatin1Char(','))
+{
+    QStringList out;
+    for (const QString &part : text.split(separator)) {
+        const QString t = part.trimmed();
+        if (!t.isEmpty())
+            out << t;
+    }
+    return out;
+}
+
+QString problem(const char *axis, int i, const QString &value, const QString &what)
+{
+    return QStringLiteral("axes.%1[%2]: %3, got \"%4\"").arg(QLatin1String(axis)).arg(i).arg(what, value.left(80));
+}
+
+template <typename T, typename Convert>
+std::vector<T> numbers(const char *axis, const QString &text, Convert convert, const QString &what, QStringList *problems)
+{
+    std::vector<T> out;
+    const QStringList parts = items(text);
+    for (int i = 0; i < parts.size(); ++i) {
+        bool ok = false;
+        const auto v = convert(parts[i], &ok);
+        if (!ok)
+            problems->append(problem(axis, i, parts[i], what));
+        else
+            out.push_back(static_cast<T>(v));
+    }
+    return out;
+}
+
+QString number(double v)
+{
+    return QString::number(v, 'g', 12);
+}
+
+template <typename T, typename Format>
+QString joined(const std::vector<T> &values, Format format, const QString &separator = QStringLiteral(", "))
+{
+    QStringList parts;
+    for (const T &v : values)
+        parts << format(v);
+    return parts.join(separator);
+}
+
+QString baseText(const ExperimentConfig &c)
+{
+    QStringList devices;
+    for (const std::string &d : c.devices)
+        devices << QString::fromStdString(d);
+    return QObject::tr("%1: %2, batch %3, lr %4, %5 epochs, %6")
+        .arg(QString::fromStdString(c.name), devices.join(QLatin1Char(',')))
+        .arg(c.batchSize)
+        .arg(number(c.learningRate))
+        .arg(c.epochs)
+        .arg(QString::fromStdString(c.dataset.path));
+}
+
+} // namespace
+
+SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
+    : QDialog(parent)
+    , m_base(base)
+    , m_currentBase(base)
+    , m_preset(new QComboBox(this))
+    , m_name(new QLineEdit(QStringLiteral("sweep"), this))
+    , m_baseLabel(new QLabel(this))
+    , m_mode(new QComboBox(this))
+    , m_learningRate(axisEdit("learning_rate", tr("e.g. 0.01, 0.05, 0.2")))
+    , m_batchSize(axisEdit("batch_size", tr("e.g. 32, 64")))
+    , m_devices(axisEdit("devices", tr("device sets split by ';', e.g. cuda:0; cuda:0,cuda:1")))
+    , m_epochs(axisEdit("epochs", tr("e.g. 2, 5")))
+    , m_seed(axisEdit("seed", tr("e.g. 0, 1, 2")))
+    , m_precision(axisEdit("precision", tr("e.g. fp32, bf16")))
+    , m_momentum(axisEdit("momentum", tr("e.g. 0, 0.9")))
+    , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
+    , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
+    , m_count(new QLabel(this))
+    , m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this))
+    , m_validateTimer(new QTimer(this))
+{
+    setWindowTitle(tr("Add Sweep"));
+    setObjectName(QStringLiteral("sweepDialog"));
+    m_preset->setObjectName(QStringLiteral("sweepPreset"));
+    m_preset->addItem(tr("Current experiment"), QString());
+    for (const std::string &name : sweepPresetNames())
+        m_preset->addItem(tr("Preset: %1").arg(QString::fromStdString(name)), QString::fromStdString(name));
+    m_name->setObjectName(QStringLiteral("sweepName"));
+    m_mode->setObjectName(QStringLiteral("sweepMode"));
+    m_mode->addItem(tr("grid: every combination"), QStringLiteral("grid"));
+    m_mode->addItem(tr("zip: the i-th value of each axis together"), QStringLiteral("zip"));
+    m_scaleLr->setObjectName(QStringLiteral("sweepScaleLr"));
+    m_stopOnFailure->setObjectName(QStringLiteral("sweepStopOnFailure"));
+    m_count->setObjectName(QStringLiteral("sweepCount"));
+    m_count->setWordWrap(true);
+    m_baseLabel->setWordWrap(true);
+    m_buttons->button(QDialogButtonBox::Ok)->setText(tr("Add to Queue"));
+
+    auto *form = new QFormLayout;
+    form->addRow(tr("Start from"), m_preset);
+    form->addRow(tr("Base"), m_baseLabel);
+    form->addRow(tr("Name"), m_name);
+    form->addRow(tr("Mode"), m_mode);
+    form->addRow(QStringLiteral("learning_rate"), m_learningRate);
+    form->addRow(QStringLiteral("batch_size"), m_batchSize);
+    form->addRow(QStringLiteral("devices"), m_devices);
+    form->addRow(QStringLiteral("epochs"), m_epochs);
+    form->addRow(QStringLiteral("seed"), m_seed);
+    form->addRow(QStringLiteral("precision"), m_precision);
+    form->addRow(QStringLiteral("momentum"), m_momentum);
+    form->addRow(QString(), m_scaleLr);
+    form->addRow(QString(), m_stopOnFailure);
+    auto *layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(m_count);
+    layout->addWidget(m_buttons);
+
+    // Re-checked after a pause in typing: a 10,000-run grid validates every planned config.
+    m_validateTimer->setSingleShot(true);
+    m_validateTimer->setInterval(150);
+    connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
+    for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum})
+        connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
+    connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
+    connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
+    connect(m_preset, &QComboBox::currentIndexChanged, this, [this](int index) {
+        const QString name = m_preset->itemData(index).toString();
+        if (name.isEmpty()) {
+            m_base = m_currentBase;
+            revalidate();
+        } else {
+            loadPreset(name);
+        }
+    });
+    connect(m_buttons, &QDialogButtonBox::accepted, this, &SweepDialog::accept);
+    connect(m_buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    m_confirm = [this](long long runs) {
+        return QMessageBox::question(this, tr("Large Sweep"),
+                                     tr("This sweep has %1 runs, which may take a long time. Queue them all?").arg(runs))
+               == QMessageBox::Yes;
+    };
+    m_name->setText(QString::fromStdString(base.name) + QStringLiteral("-sweep"));
+    revalidate();
+}
+
+QLineEdit *SweepDialog::axisEdit(const char *axis, const QString &placeholder)
+{
+    auto *edit = new QLineEdit(this);
+    edit->setObjectName(QStringLiteral("sweepAxis_") + QLatin1String(axis));
+    edit->setPlaceholderText(placeholder);
+    return edit;
+}
+
+bool SweepDialog::loadPreset(const QString &name)
+{
+    SweepConfig sweep;
+    try {
+        sweep = loadSweepPreset(name.toStdString());
+    } catch (const std::exception &) {
+        return false;
+    }
+    setSweep(sweep);
+    const int index = m_preset->findData(name);
+    if (index >= 0 && index != m_preset->currentIndex()) {
+        const QSignalBlocker block(m_preset);
+        m_preset->setCurrentIndex(index);
+    }
+    return true;
+}
+
+void SweepDialog::setSweep(const SweepConfig &sweep)
+{
+    m_base = sweep.base;
+    m_name->setText(QString::fromStdString(sweep.name));
+    m_mode->setCurrentIndex(sweep.mode == "zip" ? 1 : 0);
+    m_learningRate->setText(joined(sweep.learningRate, number));
+    m_batchSize->setText(joined(sweep.batchSize, [](std::int64_t v) { return QString::number(v); }));
+    m_devices->setText(joined(
+        sweep.devices,
+        [](const std::vector<std::string> &set) {
+            return joined(set, [](const std::string &d) { return QString::fromStdString(d); }, QStringLiteral(","));
+        },
+        QStringLiteral("; ")));
+    m_epochs->setText(joined(sweep.epochs, [](int v) { return QString::number(v); }));
+    m_seed->setText(joined(sweep.seed, [](std::uint64_t v) { return QString::number(v); }));
+    m_precision->setText(joined(sweep.precision, [](const std::string &p) { return QString::fromStdString(p); }));
+    m_momentum->setText(joined(sweep.momentum, number));
+    m_scaleLr->setChecked(sweep.scaleLrWithBatch);
+    m_stopOnFailure->setChecked(sweep.stopOnFailure);
+    revalidate();
+}
+
+SweepConfig SweepDialog::parse(QStringList *problems) const
+{
+    SweepConfig s;
+    s.name = m_name->text().trimmed().toStdString();
+    s.base = m_base;
+    s.mode = m_mode->currentData().toString().toStdString();
+    s.scaleLrWithBatch = m_scaleLr->isChecked();
+    s.stopOnFailure = m_stopOnFailure->isChecked();
+    const QString notNumber = tr("must be a number");
+    const QString notInteger = tr("must be a whole number");
+    s.learningRate = numbers<double>("learning_rate", m_learningRate->text(),
+                                     [](const QString &t, bool *ok) { return t.toDouble(ok); }, notNumber, problems);
+    s.momentum = numbers<double>("momentum", m_momentum->text(),
+                                 [](const QString &t, bool *ok) { return t.toDouble(ok); }, notNumber, problems);
+    s.batchSize = numbers<std::int64_t>("batch_size", m_batchSize->text(),
+                                        [](const QString &t, bool *ok) { return t.toLongLong(ok); }, notInteger, problems);
+    s.epochs = numbers<int>("epochs", m_epochs->text(),
+                            [](const QString &t, bool *ok) { return t.toInt(ok); }, notInteger, problems);
+    s.seed = numbers<std::uint64_t>(
+        "seed", m_seed->text(),
+        [](const QString &t, bool *ok) {
+            const qulonglong v = t.toULongLong(ok);
+            *ok = *ok && v <= static_cast<qulonglong>(std::numeric_limits<std::int64_t>::max());
+            return v;
+        },
+        tr("must be a whole number from 0 to 2^63-1"), problems);
+    for (const QString &p : items(m_precision->text()))
+        s.precision.push_back(p.toStdString());
+    const QStringList sets = m_devices->text().trimmed().isEmpty() ? QStringList() : m_devices->text().split(QLatin1Char(';'));
+    for (int i = 0; i < sets.size(); ++i) {
+        const QStringList devices = items(sets[i]);
+        if (devices.isEmpty()) {
+            problems->append(problem("devices", i, sets[i], tr("a device set needs at least one device")));
+            continue;
+        }
+        std::vector<std::string> set;
+        for (const QString &d : devices)
+            set.push_back(d.toStdString());
+        s.devices.push_back(std::move(set));
+    }
+    return s;
+}
+
+SweepConfig SweepDialog::sweep() const
+{
+    QStringList ignored;
+    return parse(&ignored);
+}
+
+void SweepDialog::revalidate()
+{
+    m_validateTimer->stop();
+    m_problems.clear();
+    const SweepConfig s = parse(&m_problems);
+    m_runCount = s.runCount();
+    if (m_problems.isEmpty()) {
+        for (const std::string &p : s.validate())
+            m_problems << QString::fromStdString(p);
+    }
+    m_baseLabel->setText(baseText(m_base));
+    QString text = countText();
+    if (!m_problems.isEmpty()) {
+        QStringList shown = m_problems.mid(0, 5);
+        if (m_problems.size() > 5)
+            shown << tr("… and %1 more").arg(m_problems.size() - 5);
+        text += QStringLiteral("\n") + shown.join(QLatin1Char('\n'));
+        m_count->setStyleSheet(QStringLiteral("color: #d62728"));
+    } else {
+        m_count->setStyleSheet(QString());
+    }
+    m_count->setText(text);
+    m_buttons->button(QDialogButtonBox::Ok)->setEnabled(m_problems.isEmpty());
+}
+
+QString SweepDialog::countText() const
+{
+    const SweepConfig s = sweep();
+    const auto axes = s.activeAxes();
+    if (m_runCount < 0)
+        return tr("zip needs the same number of values on every axis");
+    QStringList parts;
+    for (const std::string &a : axes)
+        parts << QStringLiteral("%1 %2").arg(QString::fromStdString(a)).arg(s.axisSize(a));
+    if (parts.isEmpty())
+        return tr("1 run (no axis has values: the base experiment once)");
+    const QString how = s.mode == "zip" ? tr("zip of %1").arg(parts.join(QStringLiteral(", ")))
+                                        : parts.join(QStringLiteral(" × "));
+    return m_runCount == 1 ? tr("1 run (%1)").arg(how) : tr("%1 runs (%2)").arg(m_runCount).arg(how);
+}
+
+void SweepDialog::accept()
+{
+    revalidate();
+    if (!m_problems.isEmpty())
+        return;
+    if (m_runCount > SweepConfig::kAskAbove && m_confirm && !m_confirm(m_runCount))
+        return;
+    QDialog::accept();
+}
+
+} // namespace trainlab
