@@ -178,6 +178,8 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                   help="bf16: forward and loss under torch.autocast, as TrainLab's bf16")
     p.add_argument("--json")
     p.add_argument("--init", choices=["d2l", "all-normal"], default="d2l",
                    help="all-normal: N(0, 0.01) on every conv too, as TrainLab did before 0.2 (for comparison)")
@@ -221,8 +223,9 @@ def main():
             idx = order[i:i + a.batch]
             X, y = Xtr[idx].to(device), ytr[idx].to(device)
             trainer.zero_grad()
-            out = net(X)
-            l = loss(out, y)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+                out = net(X)
+                l = loss(out.float(), y)
             l.backward()
             trainer.step()
             lsum += l.item() * len(y)

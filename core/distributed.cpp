@@ -17,8 +17,15 @@
 #endif
 #include <torch/version.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <thread>
+#include <cerrno>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace trainlab {
@@ -40,31 +47,145 @@ bool turnOffLibuv(Options &, long)
     return false;
 }
 
-// 1.13 returns ProcessGroup::Work, 2.x c10d::Work; both have wait().
-template<typename Group>
+// Whether something listens on host:port, found within about a second.
+bool portAccepts(const std::string &host, int port)
+{
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo *found = nullptr;
+    if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0)
+        return false;
+    bool accepted = false;
+    for (addrinfo *a = found; a && !accepted; a = a->ai_next) {
+        const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+            accepted = true;
+        } else if (errno == EINPROGRESS) {
+            pollfd p{fd, POLLOUT, 0};
+            int error = 0;
+            socklen_t length = sizeof error;
+            accepted = ::poll(&p, 1, 1000) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
+        }
+        ::close(fd);
+    }
+    ::freeaddrinfo(found);
+    return accepted;
+}
+
+// The NCCL group's lifetime calls differ between LibTorch versions; each is made only where it exists.
+template<typename G>
+auto groupShutdown(G &group, int) -> decltype(group.shutdown(), void())
+{
+    group.shutdown();
+}
+template<typename G>
+void groupShutdown(G &, long)
+{}
+
+template<typename G>
+auto groupAbort(G &group, int) -> decltype(group.abort(), void())
+{
+    group.abort();
+}
+template<typename G>
+void groupAbort(G &, long)
+{}
+
+template<typename G>
+auto groupConnect(G &group, const at::Device &device, int) -> decltype(group.eagerConnectSingleDevice(device), bool())
+{
+    group.eagerConnectSingleDevice(device);
+    return true;
+}
+template<typename G>
+bool groupConnect(G &, const at::Device &, long)
+{
+    return false;
+}
+
+// 1.13 returns ProcessGroup::Work, 2.x c10d::Work; both have wait(). Only the NCCL group is shut down
+// or aborted: its communicators outlive the run otherwise, and Gloo's have nothing to release.
+template<typename Group, bool Nccl>
 class GroupCollective : public Collective
 {
 public:
-    explicit GroupCollective(c10::intrusive_ptr<Group> group) : m_group(std::move(group)) {}
+    GroupCollective(c10::intrusive_ptr<Group> group, StopCheck stop) : m_group(std::move(group)), m_stop(std::move(stop)) {}
+    ~GroupCollective() override
+    {
+        // An abandoned Gloo collective still runs on the group's threads until its timeout; destroying the
+        // group would join them, so it is left to end on its own.
+        if (m_abandoned) {
+            (void)m_group.release();
+            return;
+        }
+        if (!Nccl || m_done)
+            return;
+        try {
+            groupShutdown(*m_group, 0);
+        } catch (const std::exception &) {
+        }
+    }
 
     void allreduceSum(torch::Tensor &tensor) override
     {
         std::vector<at::Tensor> tensors{tensor};
         c10d::AllreduceOptions options;
         options.reduceOp = c10d::ReduceOp::SUM;
-        m_group->allreduce(tensors, options)->wait();
+        auto work = m_group->allreduce(tensors, options);
+        if (Nccl || !m_stop) {
+            work->wait();
+            return;
+        }
+        std::optional<std::chrono::steady_clock::time_point> stopSeen;
+        for (;;) {
+            try {
+                work->wait(std::chrono::milliseconds(200));
+                return;
+            } catch (const std::exception &) {
+                if (work->isCompleted())
+                    throw;
+            }
+            if (!stopSeen && m_stop())
+                stopSeen = std::chrono::steady_clock::now();
+            if (stopSeen && std::chrono::steady_clock::now() - *stopSeen > std::chrono::seconds(1)) {
+                m_abandoned = true;
+                throw StopRequested("stopped while the all-reduce waited for a peer that did not answer");
+            }
+        }
+    }
+
+    bool connect(const at::Device &device) override
+    {
+        return Nccl && groupConnect(*m_group, device, 0);
+    }
+
+    void abort() override
+    {
+        if (!Nccl || m_done)
+            return;
+        m_done = true;
+        try {
+            groupAbort(*m_group, 0);
+        } catch (const std::exception &) {
+        }
     }
 
 private:
     c10::intrusive_ptr<Group> m_group;
+    StopCheck m_stop;
+    bool m_done = false;
+    bool m_abandoned = false;
 };
 
 class StoreRendezvous : public Rendezvous
 {
 public:
-    StoreRendezvous(c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout,
+    StoreRendezvous(c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout, StopCheck stop,
                     std::string host = {}, int port = 0)
-        : m_store(std::move(store)), m_timeout(timeout), m_host(std::move(host)), m_port(port)
+        : m_store(std::move(store)), m_timeout(timeout), m_stop(std::move(stop)), m_host(std::move(host)), m_port(port)
     {
         m_store->setTimeout(timeout);
     }
@@ -72,8 +193,8 @@ public:
     std::shared_ptr<Rendezvous> connect() override
     {
         if (m_host.empty())
-            return std::make_shared<StoreRendezvous>(m_store, m_timeout);
-        return tcp(m_host, m_port, false, m_timeout);
+            return std::make_shared<StoreRendezvous>(m_store, m_timeout, m_stop);
+        return tcp(m_host, m_port, false, m_timeout, m_stop);
     }
 
     void set(const std::string &key, const std::string &value) override
@@ -81,12 +202,19 @@ public:
         m_store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
     }
 
+    // Polled rather than Store::wait, which no stop can interrupt (and a TCPStore wait that times out
+    // leaves its answer unread on the socket).
     std::string get(const std::string &key, const std::string &what) override
     {
-        try {
-            m_store->wait({key}, m_timeout);
-        } catch (const std::exception &) {
-            throw std::runtime_error(what + " (waited " + std::to_string(m_timeout.count() / 1000) + " s)");
+        const auto start = std::chrono::steady_clock::now();
+        auto pause = std::chrono::milliseconds(1);
+        while (!m_store->check({key})) {
+            if (m_stop && m_stop())
+                throw StopRequested("stopped while waiting: " + what);
+            if (std::chrono::steady_clock::now() - start > m_timeout)
+                throw std::runtime_error(what + " (waited " + std::to_string(m_timeout.count() / 1000) + " s)");
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::milliseconds(50));
         }
         const std::vector<uint8_t> value = m_store->get(key);
         return std::string(value.begin(), value.end());
@@ -101,16 +229,16 @@ public:
         if (nccl) {
             auto options = c10d::ProcessGroupNCCL::Options::create();
             options->timeout = m_timeout;
-            return std::make_unique<GroupCollective<c10d::ProcessGroupNCCL>>(
-                c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, worldSize, options));
+            return std::make_unique<GroupCollective<c10d::ProcessGroupNCCL, true>>(
+                c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, worldSize, options), m_stop);
         }
 #else
         (void)nccl;
 #endif
         auto options = c10d::ProcessGroupGloo::Options::create(m_timeout);
         options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(m_host.empty() ? "127.0.0.1" : localAddressFor(m_host)));
-        return std::make_unique<GroupCollective<c10d::ProcessGroupGloo>>(
-            c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, worldSize, options));
+        return std::make_unique<GroupCollective<c10d::ProcessGroupGloo, false>>(
+            c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, worldSize, options), m_stop);
     }
 
 private:
@@ -129,27 +257,28 @@ private:
 
     c10::intrusive_ptr<c10d::Store> m_store;
     std::chrono::milliseconds m_timeout;
+    StopCheck m_stop;
     std::string m_host;
     int m_port;
 };
 
 } // namespace
 
-std::shared_ptr<Rendezvous> Rendezvous::inProcess(std::chrono::milliseconds timeout)
+std::shared_ptr<Rendezvous> Rendezvous::inProcess(std::chrono::milliseconds timeout, StopCheck stop)
 {
-    return std::make_shared<StoreRendezvous>(c10::make_intrusive<c10d::HashStore>(), timeout);
+    return std::make_shared<StoreRendezvous>(c10::make_intrusive<c10d::HashStore>(), timeout, std::move(stop));
 }
 
 std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, bool isServer,
-                                            std::chrono::milliseconds timeout)
+                                            std::chrono::milliseconds timeout, StopCheck stop)
 {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(port);
     options.isServer = isServer;
     options.waitWorkers = false;
-    options.timeout = timeout;
+    const auto start = std::chrono::steady_clock::now();
     c10::intrusive_ptr<c10d::Store> store;
-    try {
+    auto make = [&] {
         try {
             store = c10::make_intrusive<c10d::TCPStore>(host, options);
         } catch (const c10::Error &e) {
@@ -158,12 +287,29 @@ std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, b
                 throw;
             store = c10::make_intrusive<c10d::TCPStore>(host, options);
         }
+    };
+    try {
+        // A client waits for node 0's port itself, so a stop ends that wait (TCPStore's own retry cannot be
+        // interrupted, and given short timeouts it floods stderr).
+        if (!isServer && stop) {
+            while (!portAccepts(host, port)) {
+                if (stop())
+                    throw StopRequested("stopped while waiting for the rendezvous at " + host + ":" + std::to_string(port));
+                if (std::chrono::steady_clock::now() - start > timeout)
+                    break;
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+        }
+        options.timeout = timeout;
+        make();
+    } catch (const StopRequested &) {
+        throw;
     } catch (const std::exception &e) {
         throw std::runtime_error(std::string(isServer ? "cannot host the rendezvous on port " : "cannot reach the rendezvous at ")
                                  + (isServer ? std::to_string(port) : host + ":" + std::to_string(port))
                                  + ": " + errorText(e));
     }
-    return std::make_shared<StoreRendezvous>(store, timeout, host, port);
+    return std::make_shared<StoreRendezvous>(store, timeout, std::move(stop), host, port);
 }
 
 } // namespace trainlab

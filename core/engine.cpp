@@ -2,6 +2,7 @@
 
 #include "core/devices.h"
 #include "core/distributed.h"
+#include "core/hostmemory.h"
 #include "core/model.h"
 #include "core/precision.h"
 #include "core/runrecord.h"
@@ -80,7 +81,8 @@ torch::Device parseDevice(const std::string &id)
     return id == "cpu" ? torch::Device(torch::kCPU) : torch::Device(id);
 }
 
-// One step's summed control slots on their way to the host; from a CUDA device the copy is asynchronous.
+// Summed control slots (a step's, or evaluation's counts) on their way to the host; from a CUDA device the
+// copy goes through pinned memory and an event, never a pageable .cpu() while peers allocate.
 struct PendingControl
 {
     std::int64_t batch = 0;
@@ -105,7 +107,7 @@ PendingControl sendToHost(const torch::Tensor &control, std::int64_t batch)
     p.batch = batch;
 #ifdef TRAINLAB_WITH_CUDA
     if (control.is_cuda()) {
-        p.host = torch::empty({kControlSize}, torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(true));
+        p.host = torch::empty(control.sizes(), torch::TensorOptions().dtype(torch::kFloat32).pinned_memory(true));
         p.host.copy_(control, /*non_blocking=*/true);
         p.copied = std::make_shared<at::cuda::CUDAEvent>();
         p.copied->record();
@@ -160,8 +162,10 @@ public:
 
 private:
     bool setUp();
+    std::string connectCollective();
     void prepareLocal();
-    void trainEpoch(int epoch, int epochs);
+    void makeGradientBuckets();
+    bool trainEpoch(int epoch, int epochs);
     double evaluate(int epoch);
     void fail(const std::string &error);
     std::string who() const { return "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): "; }
@@ -187,7 +191,10 @@ private:
     std::unique_ptr<Collective> m_collective;
     torch::nn::Sequential m_model{nullptr};
     std::unique_ptr<torch::optim::SGD> m_optimizer;
-    std::vector<std::vector<torch::Tensor>> m_buckets;
+    // Flat gradient buffers, each parameter's .grad a view into one (DDP's gradient_as_bucket_view), the
+    // step's control slots at the end of the last: the all-reduce sums them in place, nothing is copied.
+    std::vector<torch::Tensor> m_buckets;
+    torch::Tensor m_control;
     torch::Tensor m_trainImages, m_trainLabels, m_testImages, m_testLabels;
     long m_globalStep = 0;
     bool m_stopped = false;
@@ -232,10 +239,34 @@ bool Replica::setUp()
         if (error.empty() && !other.empty())
             error = "stopped because " + other;
         if (error.empty())
-            m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
+            error = connectCollective();
     }
     m_failure = error;
     return error.empty();
+}
+
+// NCCL communicators are built here, not lazily at step 0 while peers allocate (a driver-lock deadlock
+// pattern), and a store barrier after them lets every rank learn of one that failed before any step.
+std::string Replica::connectCollective()
+{
+    std::string error;
+    try {
+        m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
+        if (m_world.nccl)
+            m_collective->connect(m_device);
+    } catch (const std::exception &e) {
+        error = who() + "cannot join the process group: " + errorText(e);
+    }
+    if (!m_world.nccl)
+        return error;
+    m_rendezvous->set("connected/" + std::to_string(m_rank), error);
+    for (int r = 0; r < m_world.worldSize; ++r) {
+        const std::string status = m_rendezvous->get(
+            "connected/" + std::to_string(r), "rank " + std::to_string(r) + " did not connect to the process group");
+        if (error.empty() && !status.empty())
+            error = "stopped because " + status;
+    }
+    return error;
 }
 
 void Replica::prepareLocal()
@@ -261,18 +292,7 @@ void Replica::prepareLocal()
     // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
     if (m_world.resumeCheckpoint)
         loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
-    std::vector<torch::Tensor> bucket;
-    std::int64_t size = 0;
-    for (auto &p : m_model->parameters()) {
-        if (size + p.numel() > kBucketElements && !bucket.empty()) {
-            m_buckets.push_back(bucket);
-            bucket.clear();
-            size = 0;
-        }
-        bucket.push_back(p);
-        size += p.numel();
-    }
-    m_buckets.push_back(bucket);
+    makeGradientBuckets();
     // Each device holds the uint8 data once; CPU replicas share the host copy.
     const DataBundle &data = *m_world.data;
     m_trainImages = data.train.images.to(m_device);
@@ -281,6 +301,34 @@ void Replica::prepareLocal()
     m_testLabels = data.test.labels.to(m_device);
     std::lock_guard<std::mutex> lock(m_world.mutex);
     m_world.replicas[static_cast<std::size_t>(m_localRank)] = m_model;
+}
+
+void Replica::makeGradientBuckets()
+{
+    std::vector<std::vector<torch::Tensor>> groups(1);
+    std::int64_t size = 0;
+    for (auto &p : m_model->parameters()) {
+        if (size + p.numel() > kBucketElements && !groups.back().empty()) {
+            groups.emplace_back();
+            size = 0;
+        }
+        groups.back().push_back(p);
+        size += p.numel();
+    }
+    for (std::size_t b = 0; b < groups.size(); ++b) {
+        std::int64_t total = b + 1 == groups.size() ? kControlSize : 0;
+        for (const auto &p : groups[b])
+            total += p.numel();
+        torch::Tensor buffer = torch::zeros({total}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+        std::int64_t pos = 0;
+        for (auto &p : groups[b]) {
+            p.mutable_grad() = buffer.slice(0, pos, pos + p.numel()).view_as(p);
+            pos += p.numel();
+        }
+        if (b + 1 == groups.size())
+            m_control = buffer.slice(0, pos, pos + kControlSize);
+        m_buckets.push_back(buffer);
+    }
 }
 
 // Only called when another rank failed, so the world has more than one rank and a rendezvous.
@@ -294,7 +342,9 @@ std::string Replica::failedRank()
     return "a replica failed";
 }
 
-void Replica::trainEpoch(int epoch, int epochs)
+// False when the world ended the epoch early (a stop, or a failure every rank read in the control slots).
+// A failure after the last step's slots (its optimizer step) reaches the others through evaluation's.
+bool Replica::trainEpoch(int epoch, int epochs)
 {
     const ExperimentConfig &config = m_world.config;
     const std::int64_t n = m_trainLabels.size(0);
@@ -347,8 +397,10 @@ void Replica::trainEpoch(int epoch, int epochs)
         const std::int64_t mine = base + (m_rank < extra ? 1 : 0);
         const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
 
-        torch::Tensor control = torch::zeros({kControlSize}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
-        m_model->zero_grad(/*set_to_none=*/false);
+        // Zeroes every gradient and the control slots; the .grad views stay views.
+        for (auto &buffer : m_buckets)
+            buffer.zero_();
+        torch::Tensor &control = m_control;
         // A rank that failed waits, gradients zero, for the lagged read that ends every rank's epoch.
         if (m_failure.empty()) {
             try {
@@ -362,8 +414,8 @@ void Replica::trainEpoch(int epoch, int epochs)
                     const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
                     const torch::Tensor loss = torch::nn::functional::cross_entropy(
                         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-                    // Scaled so that SUM / world over the ranks is the mean over the global batch.
-                    (loss * (static_cast<double>(world) / static_cast<double>(count))).backward();
+                    // Scaled so that the SUM over the ranks is already the mean over the global batch.
+                    (loss * (1.0 / static_cast<double>(count))).backward();
                     control[kLossSum] = loss.detach();
                     control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
                     control[kSeen] = static_cast<float>(mine);
@@ -373,7 +425,8 @@ void Replica::trainEpoch(int epoch, int epochs)
                 if (error.find("out of memory") != std::string::npos)
                     error += " (try a smaller batch per device: lower batch_size or add devices)";
                 fail(error);
-                m_model->zero_grad(false);
+                for (auto &buffer : m_buckets)
+                    buffer.zero_();
             }
         }
         if (!m_failure.empty())
@@ -381,49 +434,42 @@ void Replica::trainEpoch(int epoch, int epochs)
         if (m_world.stop->load() || m_world.observerStop.load())
             control[kStop] = 1.0f;
 
-        // A world of one has nothing to average: skip flattening 11 M gradients every step.
-        const std::size_t buckets = m_collective ? m_buckets.size() : 0;
-        for (std::size_t b = 0; b < buckets; ++b) {
-            std::vector<torch::Tensor> flat;
-            for (auto &p : m_buckets[b])
-                flat.push_back(p.grad().defined() ? p.grad().reshape({-1}) : torch::zeros({p.numel()}, p.options()));
-            const bool last = b + 1 == buckets;
-            if (last)
-                flat.push_back(control);
-            torch::Tensor buffer = torch::cat(flat);
-            m_collective->allreduceSum(buffer);
-            std::int64_t pos = 0;
-            for (auto &p : m_buckets[b]) {
-                if (!p.grad().defined())
-                    p.mutable_grad() = torch::zeros_like(p);
-                p.mutable_grad().copy_(buffer.slice(0, pos, pos + p.numel()).view_as(p).div_(world));
-                pos += p.numel();
-            }
-            if (last)
-                control = buffer.slice(0, pos, pos + kControlSize);
+        if (m_collective) {
+            for (auto &buffer : m_buckets)
+                m_collective->allreduceSum(buffer);
         }
         pending.push_back(sendToHost(control, k));
         if (lag == 0) {
             if (!consume(pending.front()))
-                return;
+                return false;
             pending.pop_front();
         }
-        m_optimizer->step();
+        // Outside the slots this step carried: a failure here (an out-of-memory) rides on the next step's.
+        if (m_failure.empty()) {
+            try {
+                injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
+                            "in the optimizer step " + std::to_string(m_globalStep));
+                m_optimizer->step();
+            } catch (const std::exception &e) {
+                fail(errorText(e));
+            }
+        }
         ++m_globalStep;
         if (pending.size() > lag) {
             if (!consume(pending.front()))
-                return;
+                return false;
             pending.pop_front();
         }
     }
     for (; !pending.empty(); pending.pop_front()) {
         if (!consume(pending.front()))
-            return;
+            return false;
     }
     m_epochSeconds = seconds(start);
     m_epochLoss = lossSum / seen;
     m_epochAcc = correct / seen;
     m_epochRate = seen / m_epochSeconds;
+    return true;
 }
 
 double Replica::evaluate(int epoch)
@@ -436,32 +482,38 @@ double Replica::evaluate(int epoch)
     const std::int64_t world = m_world.worldSize;
     const std::int64_t begin = n * m_rank / world, end = n * (m_rank + 1) / world;
     const std::int64_t batch = std::max<std::int64_t>(1, m_world.config.batchSize / world);
-    // Correct, seen, and an error slot, so a rank that fails here still joins the sum.
-    torch::Tensor counts = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat64).device(m_device));
-    try {
-        if (m_rank == 0)
-            testPause("evaluate");
-        injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
-        for (std::int64_t i = begin; i < end; i += batch) {
-            const std::int64_t stop = std::min(end, i + batch);
-            const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
-            const torch::Tensor y = m_testLabels.slice(0, i, stop);
-            counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat64);
-        }
-        counts[1] = static_cast<double>(end - begin);
-    } catch (const std::exception &e) {
-        fail(errorText(e));
+    // Correct, seen, and an error slot, so a rank that fails here still joins the sum (float: exact to 2^24 images).
+    torch::Tensor counts = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+    // A rank that failed after the epoch's last slots says so here, where every rank joins the sum.
+    if (!m_failure.empty()) {
         counts[2] = 1.0;
+    } else {
+        try {
+            if (m_rank == 0)
+                testPause("evaluate");
+            injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
+            for (std::int64_t i = begin; i < end; i += batch) {
+                const std::int64_t stop = std::min(end, i + batch);
+                const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
+                const torch::Tensor y = m_testLabels.slice(0, i, stop);
+                counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat32);
+            }
+            counts[1] = static_cast<float>(end - begin);
+        } catch (const std::exception &e) {
+            fail(errorText(e));
+            counts[2] = 1.0;
+        }
     }
     if (m_collective)
         m_collective->allreduceSum(counts);
-    const auto c = counts.cpu();
-    if (c[2].item<double>() > 0) {
+    const PendingControl pending = sendToHost(counts, 0);
+    const float *c = pending.wait();
+    if (c[2] > 0) {
         if (m_failure.empty())
             m_failure = "stopped because " + failedRank();
         return 0.0;
     }
-    return c[0].item<double>() / c[1].item<double>();
+    return static_cast<double>(c[0]) / static_cast<double>(c[1]);
 }
 
 void Replica::run()
@@ -483,8 +535,7 @@ void Replica::run()
     try {
         const bool ready = setUp();
         for (int epoch = m_world.startEpoch + 1; ready && epoch <= epochs; ++epoch) {
-            trainEpoch(epoch, epochs);
-            if (!m_failure.empty() || m_stopped)
+            if (!trainEpoch(epoch, epochs) || m_stopped)
                 break;
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
@@ -512,9 +563,14 @@ void Replica::run()
             }
             report([&](TrainingObserver &o) { o.onEpoch(m); });
         }
+    } catch (const StopRequested &) {
+        m_stopped = true;
     } catch (const std::exception &e) {
         m_failure = who() + errorText(e);
     }
+    // A failed NCCL world is aborted so no peer and no watchdog keeps waiting on its communicators.
+    if (!m_failure.empty() && m_collective)
+        m_collective->abort();
     result.status = !m_failure.empty() ? RunStatus::Failed : m_stopped ? RunStatus::Stopped : RunStatus::Completed;
     result.error = m_failure;
     result.summarize();
@@ -575,9 +631,11 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         out.result.error = error;
         return out;
     };
+    keepLargeBuffersInHeap();
+    const StopCheck stopCheck = [&world] { return world.stop->load() || world.observerStop.load(); };
     try {
         if (node.nnodes > 1) {
-            world.rendezvous = Rendezvous::tcp(node.masterAddr, node.masterPort, node.nodeRank == 0, timeout);
+            world.rendezvous = Rendezvous::tcp(node.masterAddr, node.masterPort, node.nodeRank == 0, timeout, stopCheck);
             nlohmann::json mine = nlohmann::json::parse(config.toJson());
             const nlohmann::json devices = mine["devices"];
             mine.erase("devices");
@@ -611,7 +669,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
             world.worldDevices = config.devices;
             world.worldSize = local;
             if (local > 1)
-                world.rendezvous = Rendezvous::inProcess(timeout);
+                world.rendezvous = Rendezvous::inProcess(timeout, stopCheck);
         }
         std::size_t cudaRanks = 0;
         for (const auto &d : world.worldDevices)
@@ -645,6 +703,9 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
             world.startEpoch = info.epoch;
             world.done = info.metrics;
         }
+    } catch (const StopRequested &) {
+        out.result.status = RunStatus::Stopped;
+        return out;
     } catch (const std::exception &e) {
         return fail(errorText(e));
     }

@@ -147,7 +147,8 @@ private:
 std::string readPayload(IdxReader &reader, const std::string &path, std::uint64_t headerBytes, std::uint64_t expected)
 {
     std::string data;
-    data.reserve(static_cast<std::size_t>(expected));
+    // Grown as it is read beyond 64 MB, so a short file whose header claims gigabytes allocates nothing large.
+    data.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(expected, std::uint64_t(1) << 26)));
     reader.read(data, expected + 1);
     if (data.size() < expected)
         throw DataError(path + ": truncated: header says " + std::to_string(expected) + " bytes of data, file has "

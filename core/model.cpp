@@ -29,9 +29,10 @@ public:
 
     torch::Tensor forward(const torch::Tensor &x)
     {
-        torch::Tensor y = torch::relu(bn1(conv1(x)));
+        // In place as d2l's `Y += X; relu(Y)`: BatchNorm's backward needs its input, not its output.
+        torch::Tensor y = bn1(conv1(x)).relu_();
         y = bn2(conv2(y));
-        return torch::relu(y + (conv3 ? conv3(x) : x));
+        return y.add_(conv3 ? conv3(x) : x).relu_();
     }
 
     torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};

@@ -27,9 +27,9 @@ struct RunOptions
     // Steps between a step and the host reading its summed stop/error/loss slots. -1: 1 when the world
     // has a CUDA device (no host sync per step), else 0 (a stop takes effect after the current batch).
     int controlLag = -1;
-    // Test hook: global rank faultRank throws at faultPoint: in its training step number faultStep
-    // (0-based, whole run), in setup, or in the evaluation or end of epoch faultStep (1-based).
-    enum class FaultPoint { Step, Setup, Evaluate, EpochEnd };
+    // Test hook: global rank faultRank throws at faultPoint: in its training step or optimizer step number
+    // faultStep (0-based, whole run), in setup, or in the evaluation or end of epoch faultStep (1-based).
+    enum class FaultPoint { Step, Setup, Evaluate, EpochEnd, OptimizerStep };
     int faultRank = -1;
     long faultStep = -1;
     FaultPoint faultPoint = FaultPoint::Step;

@@ -1,7 +1,11 @@
 #include "core/idx.h"
 #include "httpserver.h"
 
+#include <csignal>
+#include <sys/types.h>
+
 #include <QProcess>
+#include <QElapsedTimer>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -93,6 +97,9 @@ private Q_SLOTS:
     void signalStopsAndKeepsRun();
     void twoNodesMatchOneProcess();
     void absentPeerFails();
+    void stopWhileWaiting_data();
+    void stopWhileWaiting();
+    void stopWithHungPeer();
     void mismatchedConfigRefused();
 
 private:
@@ -174,7 +181,7 @@ void tst_Cli::datasetVerify_data()
     QTest::addColumn<QString>("message");
     QTest::newRow("sample") << "sample" << 0 << ": custom IDX data, 2,000 train / 500 test";
     QTest::newRow("empty folder") << "empty" << 1 << "missing: t10k-labels-idx1-ubyte[.gz]";
-    QTest::newRow("truncated file") << "truncated" << 1 << "train-labels-idx1-ubyte.gz: corrupt gzip data";
+    QTest::newRow("truncated file") << "truncated" << 1 << "train-labels-idx1-ubyte.gz: truncated gzip data";
     QTest::newRow("no folder") << "none" << 1 << "no such folder";
 }
 
@@ -343,6 +350,75 @@ void tst_Cli::absentPeerFails()
     QCOMPARE(o.exitCode, 1);
     QVERIFY2(timer.elapsed() < 30000, std::to_string(timer.elapsed()).c_str());
     QVERIFY2(o.err.contains(QStringLiteral("node 1 of 2 did not join")), qPrintable(o.err));
+}
+
+void tst_Cli::stopWhileWaiting_data()
+{
+    QTest::addColumn<int>("nodeRank");
+    QTest::newRow("node 0 waiting for node 1") << 0;
+    QTest::newRow("node 1 waiting for node 0") << 1;
+}
+
+// A stop at the rendezvous ends the run at once, not after collective_timeout_s (issue 14, item 6).
+void tst_Cli::stopWhileWaiting()
+{
+    QFETCH(int, nodeRank);
+    const QString config = writeConfig(QStringLiteral("waiting.json"), R"({"name": "waiting",
+        "dataset": {"train_limit": 20, "test_limit": 10}, "batch_size": 10, "epochs": 1, "collective_timeout_s": 120})");
+    QStringList args = tinyRun(config);
+    args << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--node-rank") << QString::number(nodeRank)
+         << QStringLiteral("--master-port") << QString::number(freePort() + 3 + nodeRank);
+    QProcess *p = start(args);
+    QVERIFY(p->waitForStarted());
+    QTest::qWait(3000);
+    QCOMPARE(p->state(), QProcess::Running);
+    p->terminate();
+    QElapsedTimer timer;
+    timer.start();
+    const Outcome o = finish(p, 60000);
+    const qint64 ms = timer.elapsed();
+    qInfo("node %d stopped %lld ms after SIGTERM", nodeRank, ms);
+    QVERIFY2(ms < 2000, std::to_string(ms).c_str());
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(o.out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(o.out + o.err));
+}
+
+// A peer that hangs mid-training (SIGSTOP) cannot hold a stopped node in its all-reduce.
+void tst_Cli::stopWithHungPeer()
+{
+    const QString config = writeConfig(QStringLiteral("hung.json"), R"({"name": "hung",
+        "dataset": {"train_limit": 2000, "test_limit": 10}, "batch_size": 16, "epochs": 1, "cpu_threads": 1,
+        "collective_timeout_s": 120})");
+    const QString port = QString::number(freePort() + 5);
+    QStringList n0 = tinyRun(config), n1 = tinyRun(config);
+    n0 << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--master-port") << port;
+    n1 << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--node-rank") << QStringLiteral("1")
+       << QStringLiteral("--master-port") << port;
+    QProcess *p0 = start(n0);
+    QProcess *p1 = start(n1);
+    QString out;
+    QTRY_VERIFY_WITH_TIMEOUT((out += QString::fromUtf8(p0->readAllStandardOutput())).contains(QStringLiteral("training on")), 60000);
+    QTest::qWait(1500);
+    QCOMPARE(p1->state(), QProcess::Running);
+    ::kill(static_cast<pid_t>(p1->processId()), SIGSTOP);
+    QTest::qWait(300);
+    p0->terminate();
+    QElapsedTimer timer;
+    timer.start();
+    const Outcome o0 = finish(p0, 60000);
+    const qint64 ms = timer.elapsed();
+    ::kill(static_cast<pid_t>(p1->processId()), SIGKILL);
+    finish(p1, 10000);
+    out += o0.out;
+    qInfo("node 0 stopped %lld ms after SIGTERM with its peer hung", ms);
+    QVERIFY2(ms < 2500, std::to_string(ms).c_str());
+    QCOMPARE(o0.exitCode, 1);
+    QVERIFY2(out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(out + o0.err));
+    const auto m = QRegularExpression(QStringLiteral("run kept in (\\S+)")).match(out);
+    QVERIFY2(m.hasMatch(), qPrintable(out));
+    QFile summary(m.captured(1) + QStringLiteral("/summary.json"));
+    QVERIFY(summary.open(QIODevice::ReadOnly));
+    QVERIFY(summary.readAll().contains("\"status\": \"stopped\""));
 }
 
 void tst_Cli::mismatchedConfigRefused()

@@ -195,7 +195,7 @@ void tst_DatasetStore::broken_data()
     QTest::addColumn<QString>("problem");
     QTest::newRow("empty folder") << "empty" << false << "train-images-idx3-ubyte" << "missing: train-images-idx3-ubyte[.gz]";
     QTest::newRow("no folder") << "none" << false << "" << "no such folder";
-    QTest::newRow("truncated gz") << "truncated" << true << "train-images-idx3-ubyte.gz" << "corrupt gzip data";
+    QTest::newRow("truncated gz") << "truncated" << true << "train-images-idx3-ubyte.gz" << "truncated gzip data";
     QTest::newRow("foreign file") << "foreign" << true << "t10k-labels-idx1-ubyte" << "wrong magic number";
     QTest::newRow("label out of range") << "label" << true << "t10k-labels-idx1-ubyte" << "label 12 at index 3 is not below 10";
     QTest::newRow("counts differ") << "counts" << true << "t10k-labels-idx1-ubyte" << "3 labels for 500 images";

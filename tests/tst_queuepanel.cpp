@@ -403,7 +403,7 @@ void tst_QueuePanel::dialogLoadsPresets()
     QCOMPARE(dialog.runCount(), 6LL);
     QCOMPARE(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_batch_size"))->text(), QStringLiteral("32, 64"));
     const SweepConfig s = dialog.sweep();
-    QCOMPARE(s.base.dataset.trainLimit, std::int64_t(512));
+    QCOMPARE(s.base.dataset.trainLimit, std::int64_t(1024));
     QCOMPARE(s.name, std::string("lr-sweep-quick"));
     QVERIFY(dialog.loadPreset(QStringLiteral("d2l-scaling")));
     QCOMPARE(dialog.sweep().mode, std::string("zip"));

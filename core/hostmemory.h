@@ -1,0 +1,9 @@
+#pragma once
+
+namespace trainlab {
+
+// Keeps LibTorch's large CPU buffers (activations of tens of MB) in the malloc heap instead of a fresh
+// mmap per allocation, whose page faults cost a third of a CPU step here. Process-wide; idempotent.
+void keepLargeBuffersInHeap();
+
+} // namespace trainlab
