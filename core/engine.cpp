@@ -246,26 +246,35 @@ bool Replica::setUp()
 }
 
 // NCCL communicators are built here, not lazily at step 0 while peers allocate (a driver-lock deadlock
-// pattern), and a store barrier after them lets every rank learn of one that failed before any step.
+// pattern). A store barrier before the connection keeps a rank whose group failed to build from leaving
+// the others in ncclCommInitRank, and one after it lets every rank learn of a failed connection.
 std::string Replica::connectCollective()
 {
     std::string error;
     try {
         m_collective = m_rendezvous->collective(m_rank, m_world.worldSize, m_world.nccl);
-        if (m_world.nccl)
-            m_collective->connect(m_device);
     } catch (const std::exception &e) {
         error = who() + "cannot join the process group: " + errorText(e);
     }
     if (!m_world.nccl)
         return error;
-    m_rendezvous->set("connected/" + std::to_string(m_rank), error);
-    for (int r = 0; r < m_world.worldSize; ++r) {
-        const std::string status = m_rendezvous->get(
-            "connected/" + std::to_string(r), "rank " + std::to_string(r) + " did not connect to the process group");
-        if (error.empty() && !status.empty())
-            error = "stopped because " + status;
+    auto barrier = [&](const std::string &phase, const std::string &what) {
+        m_rendezvous->set(phase + "/" + std::to_string(m_rank), error);
+        for (int r = 0; r < m_world.worldSize; ++r) {
+            const std::string status = m_rendezvous->get(phase + "/" + std::to_string(r), "rank " + std::to_string(r) + what);
+            if (error.empty() && !status.empty())
+                error = "stopped because " + status;
+        }
+    };
+    barrier("group", " did not build its process group");
+    if (!error.empty())
+        return error;
+    try {
+        m_collective->connect(m_device);
+    } catch (const std::exception &e) {
+        error = who() + "cannot connect to the process group: " + errorText(e);
     }
+    barrier("connected", " did not connect to the process group");
     return error;
 }
 

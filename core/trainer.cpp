@@ -158,9 +158,12 @@ RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const
             setup.resumeCheckpoint = bytes;
             setup.resumeOrigin = checkpoint;
         } else if (summary.epochsDone > 0) {
+            const bool keepsLast = config.checkpoints == "last" || config.checkpoints == "last+best";
             throw std::runtime_error(checkpoint + ": missing, so the " + std::to_string(summary.epochsDone)
-                                     + " epochs done cannot be resumed (checkpoints: \"" + config.checkpoints
-                                     + "\" keeps no last checkpoint)");
+                                     + " epochs done cannot be resumed ("
+                                     + (keepsLast ? "its checkpoints were deleted"
+                                                  : "checkpoints: \"" + config.checkpoints + "\" keeps no last checkpoint")
+                                     + ")");
         }
         if (config.epochs < info.epoch)
             throw std::runtime_error("epochs: must be at least the " + std::to_string(info.epoch)

@@ -5,6 +5,16 @@
 #include <atomic>
 #include <vector>
 
+// Time bounds in tests are for an ordinary build; an ASan/UBSan build starts, allocates and exits slower.
+constexpr long long timeLimitMs(long long ms)
+{
+#ifdef TRAINLAB_SANITIZED
+    return 4 * ms;
+#else
+    return ms;
+#endif
+}
+
 // Keeps every event a run reports, for the tests to compare with what was written.
 class RecordingObserver : public trainlab::TrainingObserver
 {

@@ -1,5 +1,6 @@
 #include "core/idx.h"
 #include "httpserver.h"
+#include "testutil.h"
 
 #include <csignal>
 #include <sys/types.h>
@@ -299,7 +300,7 @@ void tst_Cli::signalStopsAndKeepsRun()
     timer.start();
     const Outcome o = finish(p, 30000);
     out += o.out;
-    QVERIFY2(timer.elapsed() < 10000, std::to_string(timer.elapsed()).c_str());
+    QVERIFY2(timer.elapsed() < timeLimitMs(10000), std::to_string(timer.elapsed()).c_str());
     QCOMPARE(o.exitCode, 1);
     QVERIFY2(out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(out));
     const auto m = QRegularExpression(QStringLiteral("run kept in (\\S+)")).match(out);
@@ -378,7 +379,7 @@ void tst_Cli::stopWhileWaiting()
     const Outcome o = finish(p, 60000);
     const qint64 ms = timer.elapsed();
     qInfo("node %d stopped %lld ms after SIGTERM", nodeRank, ms);
-    QVERIFY2(ms < 2000, std::to_string(ms).c_str());
+    QVERIFY2(ms < timeLimitMs(2000), std::to_string(ms).c_str());
     QCOMPARE(o.exitCode, 1);
     QVERIFY2(o.out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(o.out + o.err));
 }
@@ -411,7 +412,7 @@ void tst_Cli::stopWithHungPeer()
     finish(p1, 10000);
     out += o0.out;
     qInfo("node 0 stopped %lld ms after SIGTERM with its peer hung", ms);
-    QVERIFY2(ms < 2500, std::to_string(ms).c_str());
+    QVERIFY2(ms < timeLimitMs(2500), std::to_string(ms).c_str());
     QCOMPARE(o0.exitCode, 1);
     QVERIFY2(out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(out + o0.err));
     const auto m = QRegularExpression(QStringLiteral("run kept in (\\S+)")).match(out);

@@ -18,6 +18,7 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMessageBox>
+#include <QRegularExpression>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -243,6 +244,22 @@ void tst_MainWindow::shortRunGrowsTheChartAndHistory()
     const QString log = child<QPlainTextEdit>(window, "log")->toPlainText();
     QVERIFY2(log.contains(QLatin1String("epoch 2/2  loss ")), qPrintable(log));
     QVERIFY(log.contains(QLatin1String("run kept in ") + dir));
+
+    // The runs folder's size line, and freeing a run's checkpoints without losing its record.
+    auto *storage = child<QLabel>(window, "runsStorage");
+    QVERIFY2(storage->text().startsWith(QLatin1String("Runs folder: 1 run, ")), qPrintable(storage->text()));
+    QVERIFY2(storage->text().contains(QRegularExpression(QStringLiteral("\\(checkpoints [1-9][0-9]* MB\\)$"))), qPrintable(storage->text()));
+    window.history()->selectRow(0);
+    auto *deleteCheckpoints = window.findChild<QAction *>(QStringLiteral("deleteCheckpointsAction"));
+    QVERIFY(deleteCheckpoints->isEnabled());
+    answerNextQuestion(QMessageBox::Yes);
+    deleteCheckpoints->trigger();
+    QVERIFY(!QFile::exists(dir + QStringLiteral("/checkpoint.pt")));
+    QVERIFY(!QFile::exists(dir + QStringLiteral("/best.pt")));
+    QVERIFY(QFile::exists(dir + QStringLiteral("/metrics.csv")));
+    QCOMPARE(readJson(dir + QStringLiteral("/summary.json")).value(QStringLiteral("checkpoint_epoch")).toInt(-1), 0);
+    QCOMPARE(window.historyModel()->rowCount(), 1);
+    QVERIFY2(storage->text().endsWith(QLatin1String("(checkpoints 0 KB)")), qPrintable(storage->text()));
 }
 
 void tst_MainWindow::stopEndsTheRunAsStopped()

@@ -3,6 +3,7 @@
 #include "core/engine.h"
 #include "core/model.h"
 #include "core/runrecord.h"
+#include "core/runstorage.h"
 #include "core/trainer.h"
 
 #include "runcheck.h"
@@ -88,6 +89,7 @@ private Q_SLOTS:
     void bestCheckpointKept();
     void checkpointPolicy_data();
     void checkpointPolicy();
+    void deleteCheckpoints();
     void twoNodesResume();
     void cliResumeAndRuns();
 
@@ -331,6 +333,49 @@ void tst_Resume::checkpointPolicy()
     c.checkpoints = "sometimes";
     QCOMPARE(QString::fromStdString(c.validate().front()),
              QStringLiteral("checkpoints: must be \"last+best\", \"last\", \"best\" or \"none\", got \"sometimes\""));
+}
+
+// Freeing a run's checkpoints keeps its record, says so in the summary, and never touches a run in use.
+void tst_Resume::deleteCheckpoints()
+{
+    ExperimentConfig c = tiny(1);
+    trainlab::StopFlag never{false};
+    RecordingObserver o;
+    const auto r = run(c, runsDir("free"), o, never);
+    QCOMPARE(toString(r.status), "completed");
+    const auto before = trainlab::runsFolderUsage(runsDir("free"));
+    QCOMPARE(before.runs, 1);
+    QVERIFY(before.checkpointBytes > 40'000'000);
+    QVERIFY(before.totalBytes > before.checkpointBytes);
+
+    // best.pt is a hard link to checkpoint.pt: the space is counted and freed once.
+    const int fd = ::open(r.runDir.c_str(), O_RDONLY | O_DIRECTORY);
+    QVERIFY(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    try {
+        trainlab::deleteCheckpoints(r.runDir);
+        QFAIL("a run in use lost its checkpoints");
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(std::string(e.what()).find("in use") != std::string::npos, e.what());
+    }
+    ::close(fd);
+    QVERIFY(QFile::exists(QString::fromStdString(r.runDir + "/checkpoint.pt")));
+
+    QCOMPARE(trainlab::deleteCheckpoints(r.runDir), before.checkpointBytes);
+    QVERIFY(!QFile::exists(QString::fromStdString(r.runDir + "/checkpoint.pt")));
+    QVERIFY(!QFile::exists(QString::fromStdString(r.runDir + "/best.pt")));
+    const auto s = trainlab::readRunSummary(r.runDir);
+    QCOMPARE(s.checkpointEpoch, 0);
+    QCOMPARE(s.bestCheckpointEpoch, 0);
+    QCOMPARE(s.epochsDone, 1);
+    QCOMPARE(int(trainlab::readMetrics(r.runDir).size()), 1);
+    const auto after = trainlab::runsFolderUsage(runsDir("free"));
+    QCOMPARE(after.checkpointBytes, std::uint64_t(0));
+    QCOMPARE(after.totalBytes, before.totalBytes - before.checkpointBytes);
+    RecordingObserver more;
+    const auto continued = trainlab::resumeRun(r.runDir, more, never, {}, 2);
+    QCOMPARE(toString(continued.status), "failed");
+    QVERIFY2(continued.error.find("checkpoint.pt: missing, so the 1 epochs done cannot be resumed (its checkpoints were deleted)")
+                 != std::string::npos, continued.error.c_str());
 }
 
 // Node 0 holds the record and resumes it; node 1 runs the same command it ran first and gets the state from node 0.

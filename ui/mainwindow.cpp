@@ -4,6 +4,7 @@
 #include "core/paths.h"
 #include "core/report.h"
 #include "core/runrecord.h"
+#include "core/runstorage.h"
 #include "trainlab/version.h"
 #include "core/sweepreport.h"
 #include "ui/accuracychart.h"
@@ -12,6 +13,7 @@
 #include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
 #include "ui/runhistorymodel.h"
+#include "ui/runsstorage.h"
 #include "ui/sweepdialog.h"
 #include "ui/trainingrunner.h"
 
@@ -204,7 +206,13 @@ void MainWindow::buildLayout()
 
     auto *tabs = new QTabWidget;
     tabs->setObjectName(QStringLiteral("tabs"));
-    tabs->addTab(m_history, tr("Run &history"));
+    m_storage = new RunsStorage;
+    auto *historyPage = new QWidget;
+    auto *historyLayout = new QVBoxLayout(historyPage);
+    historyLayout->setContentsMargins(0, 0, 0, 0);
+    historyLayout->addWidget(m_history, 1);
+    historyLayout->addWidget(m_storage);
+    tabs->addTab(historyPage, tr("Run &history"));
     tabs->addTab(m_log, tr("&Log"));
 
     auto *right = new QSplitter(Qt::Vertical);
@@ -285,11 +293,13 @@ void MainWindow::buildMenus()
     m_deleteAction->setObjectName(QStringLiteral("deleteRunAction"));
     m_deleteAction->setShortcut(QKeySequence::Delete);
     m_deleteAction->setShortcutContext(Qt::WidgetShortcut);
+    m_deleteCheckpointsAction = history->addAction(tr("Delete &Checkpoints…"), this, &MainWindow::deleteSelectedCheckpoints);
+    m_deleteCheckpointsAction->setObjectName(QStringLiteral("deleteCheckpointsAction"));
     history->addSeparator();
     history->addAction(m_exportCsvAction);
     history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &MainWindow::refreshHistory);
     m_history->addActions({m_resumeActions->resumeAction(), m_resumeActions->continueAction(), m_useConfigAction,
-                           m_openFolderAction, m_deleteAction, m_exportCsvAction});
+                           m_openFolderAction, m_deleteAction, m_deleteCheckpointsAction, m_exportCsvAction});
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About TrainLab"), this, &MainWindow::about);
@@ -400,6 +410,7 @@ void MainWindow::updateActions()
     for (int row : rows)
         activeSelected |= QString::fromStdString(m_historyModel->summary(row).dir) == m_activeRunDir;
     m_deleteAction->setEnabled(!rows.isEmpty() && !activeSelected);
+    m_deleteCheckpointsAction->setEnabled(!rows.isEmpty() && !activeSelected);
     QVector<RunSummary> selected;
     for (int row : rows)
         selected.append(m_historyModel->summary(row));
@@ -761,6 +772,7 @@ void MainWindow::refreshHistory()
     for (int row : selectedRows())
         selected << QString::fromStdString(m_historyModel->summary(row).dir);
     m_historyModel->refresh();
+    m_storage->refresh(runsDir());
     QItemSelection selection;
     for (const QString &dir : std::as_const(selected)) {
         const int row = m_historyModel->rowOfDir(dir);
@@ -830,12 +842,19 @@ void MainWindow::openSelectedFolder()
         QDesktopServices::openUrl(QUrl::fromLocalFile(QString::fromStdString(m_historyModel->summary(rows.first()).dir)));
 }
 
-void MainWindow::deleteSelectedRuns()
+// The selected runs' folders; none while the run in progress is among them.
+QStringList MainWindow::deletableSelectedDirs() const
 {
     QStringList dirs;
     for (int row : selectedRows())
         dirs << QString::fromStdString(m_historyModel->summary(row).dir);
-    if (dirs.isEmpty() || dirs.contains(m_activeRunDir))
+    return dirs.contains(m_activeRunDir) ? QStringList() : dirs;
+}
+
+void MainWindow::deleteSelectedRuns()
+{
+    const QStringList dirs = deletableSelectedDirs();
+    if (dirs.isEmpty())
         return;
     const auto answer = QMessageBox::question(
         this, tr("Delete Runs"),
@@ -849,6 +868,33 @@ void MainWindow::deleteSelectedRuns()
             showError(tr("Delete Runs"), tr("%1: could not be deleted completely").arg(dir));
     }
     refreshHistory();
+}
+
+void MainWindow::deleteSelectedCheckpoints()
+{
+    const QStringList dirs = deletableSelectedDirs();
+    if (dirs.isEmpty())
+        return;
+    const auto answer = QMessageBox::question(
+        this, tr("Delete Checkpoints"),
+        tr("Delete the checkpoints of %n run(s)? Their configuration, metrics and summary stay, but they can no "
+           "longer be resumed or continued.\n\n%1", nullptr, dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes)
+        return;
+    std::uint64_t freed = 0;
+    QStringList errors;
+    for (const QString &dir : std::as_const(dirs)) {
+        try {
+            freed += trainlab::deleteCheckpoints(dir.toStdString());
+        } catch (const std::exception &e) {
+            errors << QString::fromStdString(e.what());
+        }
+    }
+    refreshHistory();
+    statusBar()->showMessage(tr("%1 freed").arg(QString::fromStdString(trainlab::formatBytes(freed))), 5000);
+    if (!errors.isEmpty())
+        showError(tr("Delete Checkpoints"), errors.join(QLatin1Char('\n')));
 }
 
 bool MainWindow::exportChart(const QString &path)

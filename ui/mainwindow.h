@@ -21,6 +21,7 @@ namespace trainlab {
 
 class AccuracyChart;
 class CompareView;
+class RunsStorage;
 class ExperimentForm;
 class QueuePanel;
 class ResumeActions;
@@ -111,9 +112,11 @@ private:
     void useSelectedConfig();
     void openSelectedFolder();
     void deleteSelectedRuns();
+    void deleteSelectedCheckpoints();
     void exportChartDialog();
     void exportCsvDialog();
     QList<int> selectedRows() const;
+    QStringList deletableSelectedDirs() const;
     void refreshHistory();
 
     ExperimentForm *m_form;
@@ -124,6 +127,7 @@ private:
     QueuePanel *m_queuePanel;
     CompareView *m_compare = nullptr;
     QTableView *m_history = nullptr;
+    RunsStorage *m_storage = nullptr;
     QPlainTextEdit *m_log = nullptr;
     QPushButton *m_startButton = nullptr;
     QPushButton *m_stopButton = nullptr;
@@ -138,6 +142,7 @@ private:
     QAction *m_useConfigAction = nullptr;
     QAction *m_openFolderAction = nullptr;
     QAction *m_deleteAction = nullptr;
+    QAction *m_deleteCheckpointsAction = nullptr;
     QAction *m_exportCsvAction = nullptr;
 
     QString m_filePath;

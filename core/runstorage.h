@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace trainlab {
+
+// What a runs folder holds on disk; a hard-linked best.pt is counted once.
+struct RunsFolderUsage
+{
+    int runs = 0;
+    std::uint64_t totalBytes = 0;
+    std::uint64_t checkpointBytes = 0;   // checkpoint.pt and best.pt of every run
+};
+RunsFolderUsage runsFolderUsage(const std::string &runsDir);
+
+// Removes a run's checkpoint.pt and best.pt and records in summary.json that it has none; config,
+// metrics and summary stay. Refused (runtime_error naming the folder) while a process holds the run.
+// Returns the bytes freed.
+std::uint64_t deleteCheckpoints(const std::string &runDir);
+
+// "540 MB", "1.2 GB", "800 KB"
+std::string formatBytes(std::uint64_t bytes);
+
+} // namespace trainlab

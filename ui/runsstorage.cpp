@@ -1,0 +1,24 @@
+#include "ui/runsstorage.h"
+
+#include "core/runstorage.h"
+
+namespace trainlab {
+
+RunsStorage::RunsStorage(QWidget *parent)
+    : QLabel(parent)
+{
+    setObjectName(QStringLiteral("runsStorage"));
+    setTextInteractionFlags(Qt::TextSelectableByMouse);
+}
+
+void RunsStorage::refresh(const QString &runsDir)
+{
+    const RunsFolderUsage usage = runsFolderUsage(runsDir.toStdString());
+    const QString runs = usage.runs == 1 ? tr("1 run") : tr("%1 runs").arg(usage.runs);
+    setText(tr("Runs folder: %1, %2 (checkpoints %3)")
+                .arg(runs, QString::fromStdString(formatBytes(usage.totalBytes)),
+                     QString::fromStdString(formatBytes(usage.checkpointBytes))));
+    setToolTip(runsDir);
+}
+
+} // namespace trainlab
