@@ -30,6 +30,8 @@ usage: bench/gpu-check.sh [options]
   --no-real          skip the real Fashion-MNIST even when it is downloaded
   --no-reference     skip bench/reference.py
   --timeout S        limit for each training run, seconds (default 420; --quick: 180)
+  --time-limit S     the whole check ends within S seconds: each run's limit is cut to what is left,
+                     and a run that would start with under 30 s left is skipped (for leased machines)
   -h, --help         this text
 
 environment: PYTHON (default python3), CUDA_HOME (else nvcc on PATH, else /usr/local/cuda),
@@ -43,7 +45,7 @@ die_usage() { echo "gpu-check: $*" >&2; echo "gpu-check: see bench/gpu-check.sh 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/trainlab-gpu}
 quick=0 skip_build=0 configure_only=0 use_real=1 use_reference=1
-cli='' torch_dir=${TORCH_DIR:-} build_dir=build-gpu jobs=$(nproc 2>/dev/null || echo 4) epochs='' run_timeout=''
+cli='' torch_dir=${TORCH_DIR:-} build_dir=build-gpu jobs=$(nproc 2>/dev/null || echo 4) epochs='' run_timeout='' time_limit=''
 extra_cmake=()
 need_value() { [ "$2" -ge 2 ] || die_usage "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -60,9 +62,10 @@ while [ $# -gt 0 ]; do
     --jobs) need_value "$1" $#; jobs=$2; shift 2 ;;
     --epochs) need_value "$1" $#; epochs=$2; shift 2 ;;
     --timeout) need_value "$1" $#; run_timeout=$2; shift 2 ;;
+    --time-limit) need_value "$1" $#; time_limit=$2; shift 2 ;;
     --no-real) use_real=0; shift ;;
     --no-reference) use_reference=0; shift ;;
-    --out=*|--cli=*|--torch-dir=*|--build-dir=*|--cmake-arg=*|--jobs=*|--epochs=*|--timeout=*)
+    --out=*|--cli=*|--torch-dir=*|--build-dir=*|--cmake-arg=*|--jobs=*|--epochs=*|--timeout=*|--time-limit=*)
       opt=${1%%=*}; val=${1#*=}; shift; set -- "$opt" "$val" "$@" ;;
     *) die_usage "unknown argument: $1" ;;
   esac
@@ -71,6 +74,7 @@ positive() { case $2 in ''|*[!0-9]*|0*) die_usage "$1 must be a positive whole n
 positive --jobs "$jobs"
 [ -z "$epochs" ] || positive --epochs "$epochs"
 [ -z "$run_timeout" ] || positive --timeout "$run_timeout"
+[ -z "$time_limit" ] || positive --time-limit "$time_limit"
 [ "$skip_build" = 1 ] && [ "$configure_only" = 1 ] && die_usage "--configure-only and --skip-build/--cli exclude each other"
 if [ -n "$cli" ]; then
   if [ ! -f "$cli" ] || [ ! -x "$cli" ]; then die_usage "--cli $cli: not an executable file"; fi
@@ -183,8 +187,12 @@ print(torch.__version__)
 print(torch.utils.cmake_prefix_path)
 print(os.path.dirname(torch.__file__))
 print(torch.version.cuda or "")
-include = os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "nccl", "include")
-print(include if os.path.isfile(os.path.join(include, "nccl.h")) else "")
+import glob
+site = os.path.dirname(os.path.dirname(torch.__file__))
+# CUDA 12 wheels keep nvidia/nccl/include; CUDA 13 ones may share nvidia/cu13/include.
+found = [d for d in [os.path.join(site, "nvidia", "nccl", "include")] + sorted(glob.glob(os.path.join(site, "nvidia", "cu*", "include")))
+         if os.path.isfile(os.path.join(d, "nccl.h"))]
+print(found[0] if found else "")
 try:
     v = torch.cuda.nccl.version()
     print(".".join(map(str, v)) if isinstance(v, tuple) else "%d.%d.%d" % (v // 1000, v % 1000 // 100, v % 100))
@@ -330,6 +338,16 @@ last_epoch() {   # columns by name: test_acc, epoch_seconds, images_per_second
     { sec = $col["epoch_seconds"]; ips = $col["images_per_second"]; acc = $col["test_acc"]; if (NR == 2) first = sec }
     END { if (sec != "" && col["epoch_seconds"]) printf "%.2f %.0f %.2f %.4f\n", sec, ips, first, acc }' "$1"
 }
+# run_limit NAME: sets limit to this run's timeout (cut to what --time-limit leaves); false, with the run
+# recorded as skipped, when under 30 s are left.
+run_limit() {
+  limit=$run_timeout
+  [ -n "$time_limit" ] || return 0
+  local left=$(( time_limit - ($(date +%s) - started) ))
+  if [ "$left" -lt 30 ]; then skip "$1" "--time-limit $time_limit reached"; return 1; fi
+  [ "$left" -lt "$limit" ] && limit=$left
+  return 0
+}
 fmt_figures() { # sec ips first acc mem
   echo "$1 s/epoch, $2 img/s (epoch 1: $3 s), test acc $4, GPU mem $5"
 }
@@ -370,19 +388,20 @@ fi
 declare -A trainlab_sec
 train() {
   local name=$1 data=$2 precision=$3 devices=$4 batch=$5 lr=$6 train_limit=${7:-0} test_limit=${8:-0}
-  local cfg memlog
+  local cfg memlog limit
+  run_limit "$name" || return 0
   cfg=$out/configs/$(slug "$name").json memlog=$logs/$(slug "$name").mem
   mkdir -p "$out/configs" "$out/runs"
   sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" -e "s|\"precision\": \"fp32\"|\"precision\": \"$precision\"|" \
       -e "s|\"name\": \"d2l-1gpu\"|\"name\": \"gpucheck-$(slug "$name")\"|" "$root/resources/presets/d2l-1gpu.json" >"$cfg"
   mem_start "$memlog"
-  step "$name" timeout -k 10 "$run_timeout" "$cli" run "$cfg" --epochs "$epochs" --batch-size "$batch" --lr "$lr" \
+  step "$name" timeout -k 10 "$limit" "$cli" run "$cfg" --epochs "$epochs" --batch-size "$batch" --lr "$lr" \
     --devices "$devices" --train-limit "$train_limit" --test-limit "$test_limit" --runs-dir "$out/runs"
   local rc=$? mem
   mem=$(mem_stop "$memlog" "$devices")
   local i=$(( ${#names[@]} - 1 )) log=${steplogs[${#steplogs[@]}-1]} run
   run=$(sed -n 's/^run folder: //p' "$log" | head -n 1)
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then figures[i]="timed out after $run_timeout s"; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then figures[i]="timed out after $limit s"; fi
   if [ -n "$run" ] && [ -f "$run/metrics.csv" ]; then
     local fig
     read -r sec ips first acc <<<"$(last_epoch "$run/metrics.csv")"
@@ -398,16 +417,17 @@ reference() {
   local name=$1 data=$2 batch=$3 lr=$4 device=$5 train_n=${6:-0} test_n=${7:-0} peer=${8:-}
   if [ "$use_reference" = 0 ]; then skip "$name" "--no-reference"; return; fi
   if ! "$python" -c 'import torch' >/dev/null 2>&1; then skip "$name" "$python has no torch"; return; fi
-  local json memlog
+  local json memlog limit
+  run_limit "$name" || return 0
   json=$out/runs/$(slug "$name").json memlog=$logs/$(slug "$name").mem
   mkdir -p "$out/runs"
   rm -f "$json"
   mem_start "$memlog"
-  step "$name" timeout -k 10 "$run_timeout" "$python" "$root/bench/reference.py" --data "$data" --epochs "$epochs" \
+  step "$name" timeout -k 10 "$limit" "$python" "$root/bench/reference.py" --data "$data" --epochs "$epochs" \
     --batch "$batch" --lr "$lr" --device "$device" --train "$train_n" --test "$test_n" --json "$json"
   local rc=$? mem i=$(( ${#names[@]} - 1 ))
   mem=$(mem_stop "$memlog" "$device")
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then figures[i]="timed out after $run_timeout s"; fi
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then figures[i]="timed out after $limit s"; fi
   if [ -f "$json" ]; then
     "$python" -c 'import json, sys
 print("epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second")
