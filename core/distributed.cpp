@@ -131,6 +131,15 @@ public:
 
     void allreduceSum(torch::Tensor &tensor) override
     {
+        // Gloo's CUDA path copies back on its own stream and which stream it then syncs with has changed
+        // between LibTorch versions (upstream fixed it for non-default streams, ours); staged here, on this
+        // thread's stream, the order does not depend on that. Only mixed worlds, paced by the CPU, come here.
+        if (!Nccl && tensor.is_cuda()) {
+            torch::Tensor host = tensor.to(torch::kCPU);
+            allreduceSum(host);
+            tensor.copy_(host);
+            return;
+        }
         std::vector<at::Tensor> tensors{tensor};
         c10d::AllreduceOptions options;
         options.reduceOp = c10d::ReduceOp::SUM;
@@ -145,8 +154,12 @@ public:
                 work->wait(std::chrono::milliseconds(200));
                 return;
             } catch (const std::exception &) {
-                if (work->isCompleted())
-                    throw;
+                // It may have completed between the timed-out wait and here: a plain wait then returns or
+                // raises the collective's own error, never the stale "timed out".
+                if (work->isCompleted()) {
+                    work->wait();
+                    return;
+                }
             }
             if (!stopSeen && m_stop())
                 stopSeen = std::chrono::steady_clock::now();
