@@ -3,8 +3,15 @@
 # fetched from Debian's archive) and this machine's CUDA toolkit: no GPU needed. It proves the
 # TRAINLAB_WITH_CUDA / TRAINLAB_WITH_NCCL code and the TORCH_VERSION_MAJOR >= 2 branches compile and
 # link; the binary can't run here (trixie's libraries want a newer glibc and the CUDA 12 runtime).
+# --fetch-only: download and unpack the LibTorch, then stop (CI runs that beside the main build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fetch_only=0
+case ${1:-} in
+  --fetch-only) fetch_only=1 ;;
+  '') ;;
+  *) echo "check-cuda-build: unknown argument: $1 (only --fetch-only)" >&2; exit 2 ;;
+esac
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cudart=
 for dir in lib64 lib targets/x86_64-linux/lib; do
@@ -55,6 +62,10 @@ if [ ! -f "$cache/.complete" ]; then
   add_library(CUDA::nvToolsExt INTERFACE IMPORTED)
 endif()' > "$cache/nvtx-shim.cmake"
   touch "$cache/.complete"
+fi
+if [ "$fetch_only" = 1 ]; then
+  echo "check-cuda-build: LibTorch 2.6 (CUDA) fetched in $(( $(date +%s) - start )) s"
+  exit 0
 fi
 mkdir -p build-cuda
 # FindCUDA would otherwise take its toolkit from the first nvcc on PATH (a wrapper in /usr/local/bin on CI).

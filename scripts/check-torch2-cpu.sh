@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Builds core, the CLI and the core tests against LibTorch 2.6 (CPU) in a Debian trixie chroot and
 # runs them: the TORCH_VERSION_MAJOR >= 2 code (c10d::Backend, autocast, TCPStore) run, not just compiled.
+# The build uses CMake's default generator (Unix Makefiles) and no GUI: it is also CI's proof that the
+# engine and the CLI build as on a GPU server without the desktop app, man pages included.
 # Needs root (or sudo) for debootstrap, chroot and mounts; the chroot is kept in .deps/trixie-root.
+# --prepare-only: make the chroot and install its packages, then stop (CI runs that beside the main build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+prepare_only=0
+case ${1:-} in
+  --prepare-only) prepare_only=1 ;;
+  '') ;;
+  *) echo "check-torch2-cpu: unknown argument: $1 (only --prepare-only)" >&2; exit 2 ;;
+esac
 sudo=""
 if [ "$(id -u)" != 0 ]; then
   if ! command -v sudo >/dev/null; then
@@ -55,6 +64,10 @@ if [ "$($sudo cat "$root/.trainlab-ready" 2>/dev/null)" != "$packages" ]; then
     || { tail -20 .deps/trixie-apt.log; exit 1; }
   echo "$packages" | $sudo tee "$root/.trainlab-ready" >/dev/null
 fi
+if [ "$prepare_only" = 1 ]; then
+  echo "check-torch2-cpu: chroot ready in $(( $(date +%s) - start )) s"
+  exit 0
+fi
 # The tracked files as they are in the working tree.
 $sudo rm -rf "$root/src"
 $sudo mkdir -p "$root/src"
@@ -63,12 +76,16 @@ torch=$($sudo chroot "$root" dpkg-query -W -f '${Version}' libtorch-dev)
 $sudo chroot "$root" env CI="${CI:-}" sh -c '
   set -e
   cd /src
-  cmake -S . -B /build -G Ninja -DTRAINLAB_GUI=OFF > /build-configure.log 2>&1 || { cat /build-configure.log; exit 1; }
+  rm -rf /build
+  cmake -S . -B /build -DTRAINLAB_GUI=OFF > /build-configure.log 2>&1 || { cat /build-configure.log; exit 1; }
   grep "LibTorch 2\." /build-configure.log
   cmake --build /build -j "$(nproc)" > /build.log 2>&1 || { grep -E "error|FAILED" -A5 /build.log | head -60; exit 1; }
   cd /build
   status=0
-  QT_QPA_PLATFORM=offscreen ctest --output-on-failure > /ctest.log 2>&1 || status=$?
+  /build/app/trainlab-cli --version
+  # tst_killpoints (kill -9 at 16 points) checks the order of file writes, which no LibTorch version
+  # changes; it runs in the main build and would add minutes here.
+  QT_QPA_PLATFORM=offscreen ctest --output-on-failure -E "^tst_killpoints\$" > /ctest.log 2>&1 || status=$?
   tail -25 /ctest.log
   exit $status
 '
