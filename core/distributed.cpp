@@ -131,9 +131,7 @@ public:
 
     void allreduceSum(torch::Tensor &tensor) override
     {
-        // Gloo's CUDA path copies back on its own stream and which stream it then syncs with has changed
-        // between LibTorch versions (upstream fixed it for non-default streams, ours); staged here, on this
-        // thread's stream, the order does not depend on that. Only mixed worlds, paced by the CPU, come here.
+        // Staged on this thread's stream: which stream Gloo's CUDA path syncs with differs between versions.
         if (!Nccl && tensor.is_cuda()) {
             torch::Tensor host = tensor.to(torch::kCPU);
             allreduceSum(host);
@@ -154,8 +152,7 @@ public:
                 work->wait(std::chrono::milliseconds(200));
                 return;
             } catch (const std::exception &) {
-                // It may have completed between the timed-out wait and here: a plain wait then returns or
-                // raises the collective's own error, never the stale "timed out".
+                // Completed since the timed-out wait: a plain wait returns, or raises the collective's own error.
                 if (work->isCompleted()) {
                     work->wait();
                     return;

@@ -1,11 +1,12 @@
 #include "core/hostmemory.h"
 
+#include <cstdlib>
+#include <mutex>
+
+// After a libc header: __GLIBC__ comes from <features.h>.
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-
-#include <cstdlib>
-#include <mutex>
 
 namespace trainlab {
 

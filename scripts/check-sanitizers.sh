@@ -24,7 +24,7 @@ bash scripts/install-deps.sh
 
 # -O1 keeps the instrumented build and its stacks quick; LibTorch's kernels are not instrumented anyway.
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=ON \
   -DTRAINLAB_SANITIZE=ON -DTRAINLAB_FUZZ=ON >/dev/null || exit 1
 # The tests run below, the CLI they drive and the fuzzers: not tst_resume, tst_killpoints, tst_queue.
 sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep"

@@ -4,10 +4,12 @@
 
 #include <csignal>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <QProcess>
 #include <QElapsedTimer>
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -91,6 +93,7 @@ private Q_SLOTS:
     void datasetVerify_data();
     void datasetVerify();
     void datasetWhere();
+    void datasetBehindClosedFolder();
     void managedDatasetNotDownloaded();
     void datasetDownloadFails();
     void quickDemo();
@@ -208,6 +211,49 @@ void tst_Cli::datasetVerify()
         QVERIFY2(o.out.startsWith(dir + QLatin1Char(':')), qPrintable(o.out));
     else
         QVERIFY2(o.err.contains(dir + QStringLiteral(": not a usable dataset")), qPrintable(o.err));
+}
+
+// A dataset under a folder this user cannot enter: validate and verify name the path and the reason
+// (once an uncaught filesystem_error and exit 134). Root enters every folder, so as root it runs as nobody.
+void tst_Cli::datasetBehindClosedFolder()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const auto open = QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner | QFileDevice::ReadGroup
+                      | QFileDevice::ExeGroup | QFileDevice::ReadOther | QFileDevice::ExeOther;
+    QVERIFY(QFile::setPermissions(dir.path(), open));
+    const QString closed = dir.filePath(QStringLiteral("closed"));
+    const QString data = closed + QStringLiteral("/data");
+    QVERIFY(QDir().mkpath(data));
+    const QString config = dir.filePath(QStringLiteral("behind-closed.json"));
+    {
+        QFile f(config);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QStringLiteral(R"({"name": "closed", "dataset": {"path": "%1"}})").arg(data).toUtf8());
+    }
+    QVERIFY(QFile::setPermissions(closed, QFileDevice::Permissions()));
+    auto as = [](const QStringList &args) {
+        if (::geteuid() != 0)
+            return finish(start(args));
+        auto *p = new QProcess;
+        p->start(QStringLiteral("setpriv"), QStringList{QStringLiteral("--reuid=65534"), QStringLiteral("--regid=65534"),
+                                                        QStringLiteral("--clear-groups"), QStringLiteral(TRAINLAB_CLI)} + args);
+        return finish(p, 60000);
+    };
+    if (::geteuid() == 0 && (QStandardPaths::findExecutable(QStringLiteral("setpriv")).isEmpty()
+                             || as({QStringLiteral("--version")}).exitCode != 0)) {
+        QFile::setPermissions(closed, open);
+        QSKIP("running as root, and nobody cannot run the CLI from here (setpriv missing or the build folder closed)");
+    }
+    const Outcome validated = as({QStringLiteral("validate"), config});
+    const Outcome verified = as({QStringLiteral("dataset"), QStringLiteral("verify"), data});
+    QFile::setPermissions(closed, open);
+    QVERIFY2(validated.exitCode == 2, qPrintable(validated.out + validated.err));
+    QVERIFY2(validated.err.contains(QStringLiteral("dataset.path: cannot be read (Permission denied)")), qPrintable(validated.err));
+    QVERIFY2(validated.err.contains(data), qPrintable(validated.err));
+    QVERIFY2(verified.exitCode == 1, qPrintable(verified.out + verified.err));
+    QVERIFY2(verified.err.contains(data + QStringLiteral(": not a usable dataset")), qPrintable(verified.err));
+    QVERIFY2(verified.err.contains(QStringLiteral("cannot read the folder: Permission denied")), qPrintable(verified.err));
 }
 
 void tst_Cli::datasetWhere()
