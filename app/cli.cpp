@@ -10,6 +10,7 @@
 #include "core/queue.h"
 #include "core/report.h"
 #include "core/runrecord.h"
+#include "core/runstorage.h"
 #include "core/sweepreport.h"
 #include "core/trainer.h"
 #include "trainlab/version.h"
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <unistd.h>
 
 namespace {
@@ -110,6 +112,7 @@ int datasetCommand(const trainlab::CliArgs &args)
     options.mirrors = args.mirrors;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal);
     trainlab::DownloadConsole console;
     std::printf("downloading Fashion-MNIST into %s\n", dir.c_str());
     std::fflush(stdout);
@@ -137,7 +140,9 @@ int runsCommand(const trainlab::CliArgs &args)
         const std::string name = std::filesystem::path(r.dir).filename().string();
         const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
         std::string note;
-        if (r.status == "interrupted")
+        if (r.status == "unreadable")
+            note = r.error;
+        else if (r.status == "interrupted")
             note = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
         else if (r.canResume())
             note = "trainlab-cli resume to go on";
@@ -160,6 +165,7 @@ trainlab::RunOptions runOptions(const trainlab::CliArgs &args)
     options.node.masterPort = args.masterPort;
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal);
     return options;
 }
 
@@ -225,10 +231,12 @@ int sweepCommand(const trainlab::CliArgs &args)
     namespace fs = std::filesystem;
     trainlab::RunOptions options = runOptions(args);
     trainlab::Queue queue;
+    std::unique_ptr<trainlab::FolderLock> sweepLock;
     std::string name, mode;
     if (!args.resumeSweep.empty()) {
         const std::string state = args.resumeSweep + "/queue.json";
         try {
+            sweepLock = std::make_unique<trainlab::FolderLock>(args.resumeSweep);
             queue = trainlab::Queue::load(state);
         } catch (const std::exception &e) {
             std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
@@ -286,6 +294,7 @@ int sweepCommand(const trainlab::CliArgs &args)
         queue = trainlab::Queue(dir + "/queue.json");
         try {
             fs::create_directories(dir);
+            sweepLock = std::make_unique<trainlab::FolderLock>(dir);
             sweep.save(dir + "/sweep.json");
             queue.addSweep(sweep, id);
             queue.save();
@@ -320,7 +329,7 @@ int sweepCommand(const trainlab::CliArgs &args)
 
 } // namespace
 
-int main(int argc, char **argv)
+int run(int argc, char **argv)
 {
     const trainlab::CliArgs args = trainlab::parseCliArgs(std::vector<std::string>(argv + 1, argv + argc));
     if (!args.error.empty()) {
@@ -341,6 +350,10 @@ int main(int argc, char **argv)
         return 0;
     }
     if (args.command == "presets") {
+        if (const std::string problem = trainlab::resourcesProblem(); !problem.empty()) {
+            std::fprintf(stderr, "trainlab-cli: %s\n", problem.c_str());
+            return 1;
+        }
         for (const auto &name : trainlab::presetNames())
             std::printf("%s\n", name.c_str());
         return 0;
@@ -397,4 +410,17 @@ int main(int argc, char **argv)
     ConsoleObserver observer;
     const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, runOptions(args));
     return result.status == trainlab::RunStatus::Completed ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    // A closed pipe or pager ends the output, not the run; a closed terminal stops the run as SIGTERM does.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::signal(SIGHUP, onSignal);
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+        return 1;
+    }
 }

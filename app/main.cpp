@@ -12,6 +12,7 @@
 #include <QTableView>
 #include <QTimer>
 
+#include <clocale>
 #include <cstdio>
 #include <filesystem>
 
@@ -119,6 +120,8 @@ int main(int argc, char **argv)
         return 1;
     }
     QApplication app(argc, argv);
+    // Qt set the user's LC_NUMERIC; C library number formatting (LibTorch's included) stays locale-free.
+    std::setlocale(LC_NUMERIC, "C");
     QApplication::setOrganizationName(QStringLiteral("TrainLab"));
     QApplication::setApplicationName(QStringLiteral("TrainLab"));
     QApplication::setApplicationVersion(QStringLiteral(TRAINLAB_VERSION));

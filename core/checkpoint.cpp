@@ -179,7 +179,7 @@ CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &
 
 CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
 {
-    return loadCheckpointBytes(readFile(path), path, model, optimizer);
+    return loadCheckpointBytes(readFile(path, kMaxCheckpointBytes), path, model, optimizer);
 }
 
 } // namespace trainlab

@@ -1,6 +1,7 @@
 #include "core/datasetstore.h"
 
 #include "core/idx.h"
+#include "core/paths.h"
 #include "core/sha256.h"
 
 #include <cstdlib>
@@ -46,10 +47,7 @@ std::string managedDatasetDir()
     if (const char *env = std::getenv("TRAINLAB_DATA_DIR"); env && *env)
         return env;
     const fs::path tail = fs::path("trainlab") / "datasets" / "fashion-mnist";
-    if (const char *xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
-        return (fs::path(xdg) / tail).string();
-    const char *home = std::getenv("HOME");
-    return (fs::path(home && *home ? home : "/tmp") / ".local" / "share" / tail).string();
+    return (fs::path(dataHome()) / tail).string();
 }
 
 std::string resolveDatasetPath(const std::string &configPath)

@@ -18,7 +18,10 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -232,6 +235,8 @@ public:
 
     bool check(const std::string &key) override { return m_store->check({key}); }
 
+    std::int64_t add(const std::string &key, std::int64_t delta) override { return m_store->add(key, delta); }
+
     std::unique_ptr<Collective> collective(int rank, int worldSize, bool nccl) override
     {
         auto store = c10::make_intrusive<c10d::PrefixStore>("pg", m_store);
@@ -279,6 +284,66 @@ std::shared_ptr<Rendezvous> Rendezvous::inProcess(std::chrono::milliseconds time
     return std::make_shared<StoreRendezvous>(c10::make_intrusive<c10d::HashStore>(), timeout, std::move(stop));
 }
 
+namespace {
+
+c10::intrusive_ptr<c10d::Store> makeTcpStore(const std::string &host, c10d::TCPStoreOptions options)
+{
+    try {
+        return c10::make_intrusive<c10d::TCPStore>(host, options);
+    } catch (const c10::Error &e) {
+        // LibTorch 2.4+ asks for the libuv store by default, which some builds (Debian's 2.6) lack.
+        if (std::string(e.what()).find("libuv") == std::string::npos || !turnOffLibuv(options, 0))
+            throw;
+        return c10::make_intrusive<c10d::TCPStore>(host, options);
+    }
+}
+
+// A client's connection and first answer from the store, made on a thread of its own: a port held by some
+// other server may accept and then never answer, and TCPStore's recv() honours neither timeout nor signal.
+c10::intrusive_ptr<c10d::Store> connectBounded(const std::string &host, int port, const c10d::TCPStoreOptions &options,
+                                               std::chrono::milliseconds timeout, const StopCheck &stop,
+                                               std::chrono::steady_clock::time_point start)
+{
+    struct Pending
+    {
+        std::mutex mutex;
+        std::condition_variable done;
+        bool finished = false;
+        c10::intrusive_ptr<c10d::Store> store;
+        std::exception_ptr error;
+    };
+    auto pending = std::make_shared<Pending>();
+    std::thread([pending, host, options] {
+        c10::intrusive_ptr<c10d::Store> store;
+        std::exception_ptr error;
+        try {
+            store = makeTcpStore(host, options);
+            store->check({"trainlab/hello"});
+        } catch (...) {
+            error = std::current_exception();
+        }
+        std::lock_guard<std::mutex> lock(pending->mutex);
+        pending->store = std::move(store);
+        pending->error = error;
+        pending->finished = true;
+        pending->done.notify_all();
+    }).detach();
+    const std::string where = host + ":" + std::to_string(port);
+    std::unique_lock<std::mutex> lock(pending->mutex);
+    while (!pending->done.wait_for(lock, std::chrono::milliseconds(100), [&] { return pending->finished; })) {
+        if (stop && stop())
+            throw StopRequested("stopped while connecting to the rendezvous at " + where);
+        if (std::chrono::steady_clock::now() - start > timeout)
+            throw std::runtime_error("no answer within " + std::to_string(timeout.count() / 1000)
+                                     + " s (collective_timeout_s); is another program, not node 0 of this run, using that port?");
+    }
+    if (pending->error)
+        std::rethrow_exception(pending->error);
+    return pending->store;
+}
+
+} // namespace
+
 std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, bool isServer,
                                             std::chrono::milliseconds timeout, StopCheck stop)
 {
@@ -288,16 +353,6 @@ std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, b
     options.waitWorkers = false;
     const auto start = std::chrono::steady_clock::now();
     c10::intrusive_ptr<c10d::Store> store;
-    auto make = [&] {
-        try {
-            store = c10::make_intrusive<c10d::TCPStore>(host, options);
-        } catch (const c10::Error &e) {
-            // LibTorch 2.4+ asks for the libuv store by default, which some builds (Debian's 2.6) lack.
-            if (std::string(e.what()).find("libuv") == std::string::npos || !turnOffLibuv(options, 0))
-                throw;
-            store = c10::make_intrusive<c10d::TCPStore>(host, options);
-        }
-    };
     try {
         // A client waits for node 0's port itself, so a stop ends that wait (TCPStore's own retry cannot be
         // interrupted, and given short timeouts it floods stderr).
@@ -311,7 +366,7 @@ std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, b
             }
         }
         options.timeout = timeout;
-        make();
+        store = isServer ? makeTcpStore(host, options) : connectBounded(host, port, options, timeout, stop, start);
     } catch (const StopRequested &) {
         throw;
     } catch (const std::exception &e) {

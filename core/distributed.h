@@ -3,6 +3,7 @@
 #include <torch/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -51,6 +52,8 @@ public:
     // Waits up to the timeout; throws a runtime_error naming `what` when the key never appears, StopRequested on a stop.
     virtual std::string get(const std::string &key, const std::string &what) = 0;
     virtual bool check(const std::string &key) = 0;
+    // Adds delta to the counter at key and returns its new value (a claim that only one process may win).
+    virtual std::int64_t add(const std::string &key, std::int64_t delta) = 0;
 
     virtual std::unique_ptr<Collective> collective(int rank, int worldSize, bool nccl) = 0;
 };

@@ -5,8 +5,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <algorithm>
+#include <cctype>
 #include <fcntl.h>
 #include <filesystem>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef TRAINLAB_WITH_CURL
@@ -44,6 +47,8 @@ struct FileState
     Clock::time_point started = Clock::now();
     Clock::time_point lastReport{};
     std::uint64_t received = 0;
+    Clock::time_point requestStarted = Clock::now();
+    std::uint64_t requestReceived = 0;
 
     void report(bool force)
     {
@@ -70,6 +75,8 @@ struct Transfer
     bool tooLarge = false;
     bool badRange = false;
     std::string writeError;
+    std::string limitError;             // the minimum rate or the file's deadline, when one ended the request
+    const DownloadOptions *options = nullptr;
     long long contentRangeStart = -1;
 };
 
@@ -128,6 +135,7 @@ size_t onData(char *data, size_t size, size_t count, void *user)
     }
     t->onDisk += length;
     t->state->received += length;
+    t->state->requestReceived += length;
     t->state->progress.bytes = t->onDisk;
     return length;
 }
@@ -137,6 +145,22 @@ int onTransferInfo(void *user, curl_off_t, curl_off_t, curl_off_t, curl_off_t)
     auto *t = static_cast<Transfer *>(user);
     if (t->state->cancel->load())
         return 1;
+    const Clock::time_point now = Clock::now();
+    const double fileSeconds = std::chrono::duration<double>(now - t->state->started).count();
+    const double requestSeconds = std::chrono::duration<double>(now - t->state->requestStarted).count();
+    if (fileSeconds > static_cast<double>(t->options->deadlineSeconds)) {
+        t->limitError = "not done after " + std::to_string(t->options->deadlineSeconds) + " s, the limit per file";
+        return 1;
+    }
+    if (requestSeconds > static_cast<double>(t->options->stallSeconds)) {
+        const double rate = static_cast<double>(t->state->requestReceived) / requestSeconds;
+        if (rate < t->options->minAverageBytesPerSecond) {
+            t->limitError = "averaged " + std::to_string(static_cast<long long>(rate)) + " bytes/s over "
+                            + std::to_string(static_cast<long long>(requestSeconds)) + " s, below the minimum of "
+                            + std::to_string(static_cast<long long>(t->options->minAverageBytesPerSecond));
+            return 1;
+        }
+    }
     t->state->report(false);
     return 0;
 }
@@ -240,9 +264,18 @@ Attempt fetchFromMirror(CURL *curl, const std::string &url, const std::string &p
         t.curl = curl;
         t.state = &state;
         t.expected = file.size;
-        t.fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        t.options = &options;
+        // Never through a link or into a FIFO planted under the part's name.
+        t.fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
         if (t.fd < 0)
             return {Outcome::Fatal, part + ": cannot write: " + std::strerror(errno)};
+        struct stat st {};
+        if (::fstat(t.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            ::close(t.fd);
+            return {Outcome::Fatal, part + ": not a regular file; remove it and download again"};
+        }
+        state.requestStarted = Clock::now();
+        state.requestReceived = 0;
         t.offset = t.onDisk = sizeOf(part);
         state.progress.bytes = t.offset;
         state.report(true);
@@ -267,6 +300,14 @@ Attempt fetchFromMirror(CURL *curl, const std::string &url, const std::string &p
         curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, onTransferInfo);
         curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
         curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+        // http and https only, redirects included: no file://, gopher:// or dict:// through a mirror.
+#if LIBCURL_VERSION_NUM >= 0x075500
+        curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        curl_easy_setopt(curl, CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
         // CURLOPT_RANGE rather than RESUME_FROM: libcurl fails a 200 answer to RESUME_FROM, and we want to restart then.
         if (t.offset > 0)
             curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
@@ -281,6 +322,10 @@ Attempt fetchFromMirror(CURL *curl, const std::string &url, const std::string &p
         }
         if (state.cancel->load())
             return {Outcome::Cancelled, {}};
+        if (!t.limitError.empty() && t.limitError.rfind("not done", 0) == 0)
+            return {Outcome::Fatal, file.name + ": " + t.limitError + "; " + part + " is kept and the next download resumes it"};
+        if (!t.limitError.empty())
+            return {Outcome::NextMirror, t.limitError};
         if (t.tooLarge) {
             removeFile(part);
             return {Outcome::NextMirror, "larger than the expected " + std::to_string(file.size) + " bytes"};
@@ -305,7 +350,7 @@ Attempt fetchFromMirror(CURL *curl, const std::string &url, const std::string &p
         const bool retry = isTransient(rc) && (code != 0 || rc != CURLE_OPERATION_TIMEDOUT);
         if (!retry || attempt >= options.retriesPerMirror)
             return {Outcome::NextMirror, reason};
-        state.observer->onLog(file.name + " from " + url + ": " + reason + "; resuming at byte "
+        state.observer->onLog(file.name + " from " + redactUrl(url) + ": " + reason + "; resuming at byte "
                               + std::to_string(sizeOf(part)) + " (retry " + std::to_string(attempt + 1) + " of "
                               + std::to_string(options.retriesPerMirror) + ")");
         if (!sleepUnlessCancelled(*state.cancel, std::chrono::milliseconds(250 * (attempt + 1))))
@@ -335,9 +380,14 @@ DownloadResult download(const std::string &dir, const DatasetManifest &manifest,
         result.error = "no mirror to download from; " + offlineHint(dir);
         return result;
     }
-    for (auto &m : mirrors)
+    for (auto &m : mirrors) {
+        if (const std::string problem = mirrorProblem(m); !problem.empty()) {
+            result.error = "mirror " + redactUrl(m) + ": " + problem;
+            return result;
+        }
         if (!m.empty() && m.back() != '/')
             m += '/';
+    }
     initCurl();
     CURL *curl = curl_easy_init();
     if (!curl) {
@@ -368,6 +418,13 @@ DownloadResult download(const std::string &dir, const DatasetManifest &manifest,
                 continue;
             }
         }
+        // Something planted under the part's name is refused before its size is read or anything written.
+        struct stat partStat {};
+        if (::lstat(part.c_str(), &partStat) == 0 && !S_ISREG(partStat.st_mode)) {
+            result.error = part + ": " + (S_ISLNK(partStat.st_mode) ? "a symbolic link" : "not a regular file")
+                           + ", not a partial download; remove it and download again";
+            break;
+        }
         // A part as long as the file is either the file (a run stopped before the rename) or garbage.
         if (sizeOf(part) >= file.size && checkPart(part, file).empty()) {
             const std::string error = finalize(part, target, dir);
@@ -384,7 +441,8 @@ DownloadResult download(const std::string &dir, const DatasetManifest &manifest,
             if (cancel.load())
                 break;
             const std::string url = mirror + file.name;
-            observer.onLog(file.name + ": downloading from " + url
+            const std::string shown = redactUrl(url);
+            observer.onLog(file.name + ": downloading from " + shown
                            + (sizeOf(part) > 0 ? " (resuming at byte " + std::to_string(sizeOf(part)) + ")" : ""));
             Attempt a = fetchFromMirror(curl, url, part, file, state, options);
             if (a.outcome == Outcome::Done) {
@@ -409,7 +467,7 @@ DownloadResult download(const std::string &dir, const DatasetManifest &manifest,
                 result.error = a.reason;
                 break;
             }
-            failures.push_back(file.name + " from " + url + ": " + a.reason);
+            failures.push_back(file.name + " from " + shown + ": " + a.reason);
             observer.onLog(failures.back());
         }
         if (cancel.load()) {
@@ -444,6 +502,29 @@ DownloadResult download(const std::string &dir, const DatasetManifest &, Downloa
 #endif
 
 } // namespace
+
+std::string redactUrl(const std::string &url)
+{
+    const std::size_t scheme = url.find("://");
+    const std::size_t from = scheme == std::string::npos ? 0 : scheme + 3;
+    const std::size_t end = std::min(url.find_first_of("/?#", from), url.size());
+    const std::size_t at = url.rfind('@', end == 0 ? 0 : end - 1);
+    if (at == std::string::npos || at < from || at >= end)
+        return url;
+    return url.substr(0, from) + "***" + url.substr(at);
+}
+
+std::string mirrorProblem(const std::string &url)
+{
+    const std::size_t scheme = url.find("://");
+    std::string name = scheme == std::string::npos ? std::string() : url.substr(0, scheme);
+    for (auto &c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == "http" || name == "https")
+        return {};
+    return scheme == std::string::npos ? "not a URL; mirrors are http:// or https:// addresses"
+                                       : name + "://: not allowed; mirrors are http:// or https:// addresses";
+}
 
 DownloadResult downloadDataset(const std::string &dir, const DatasetManifest &manifest, DownloadObserver &observer,
                                const StopFlag &cancel, const DownloadOptions &options)

@@ -34,7 +34,16 @@ struct DownloadOptions
     long connectTimeoutSeconds = 10;
     long stallSeconds = 20;             // a transfer below 1 byte/s this long is dropped and retried
     int retriesPerMirror = 3;           // after a dropped connection, resuming where it stopped
+    // A mirror that averages less than this over a request (after stallSeconds) is dropped: a trickle just
+    // above the stall limit would take months for the 26 MB file.
+    double minAverageBytesPerSecond = 2048;
+    long deadlineSeconds = 3600;        // per file, over every mirror and retry; the part is kept for a later resume
 };
+
+// url with any user:password@ replaced by ***@, for every message that shows a mirror.
+std::string redactUrl(const std::string &url);
+// "" when url may be used as a mirror (http:// or https://), else why not.
+std::string mirrorProblem(const std::string &url);
 
 struct DownloadResult
 {

@@ -652,13 +652,22 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
             const bool resuming = node.nodeRank == 0 && world.resumeCheckpoint;
             if (resuming)
                 world.rendezvous->set("resume/checkpoint", *world.resumeCheckpoint);
-            world.rendezvous->set("node/" + std::to_string(node.nodeRank),
-                                  nlohmann::json{{"config", mine}, {"devices", devices}, {"resume", resuming}}.dump());
+            const std::string rank = std::to_string(node.nodeRank);
+            // One process per node rank: a second with the same --node-rank is refused before it touches the world.
+            if (world.rendezvous->add("claim/node/" + rank, 1) > 1)
+                return fail("node " + rank + " is already taken: another process joined the rendezvous at "
+                            + node.masterAddr + ":" + std::to_string(node.masterPort) + " with --node-rank " + rank);
+            world.rendezvous->set("node/" + rank, nlohmann::json{{"config", mine}, {"devices", devices}, {"resume", resuming},
+                                                                 {"nnodes", node.nnodes}}.dump());
             for (int r = 0; r < node.nnodes; ++r) {
                 const auto other = nlohmann::json::parse(world.rendezvous->get(
                     "node/" + std::to_string(r), "node " + std::to_string(r) + " of " + std::to_string(node.nnodes)
                                                      + " did not join the rendezvous at " + node.masterAddr + ":"
                                                      + std::to_string(node.masterPort)));
+                if (other.value("nnodes", node.nnodes) != node.nnodes)
+                    return fail("this node (" + rank + ") says " + std::to_string(node.nnodes) + " nodes, node "
+                                + std::to_string(r) + " says " + std::to_string(other.value("nnodes", 0))
+                                + " (every node must be started with the same --nnodes)");
                 if (other["config"] != mine)
                     return fail("node " + std::to_string(r) + " was given a different configuration than node "
                                 + std::to_string(node.nodeRank)

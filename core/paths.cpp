@@ -2,6 +2,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include <pwd.h>
+#include <unistd.h>
 
 namespace trainlab {
 
@@ -32,14 +37,44 @@ std::string resourcesDir()
     return TRAINLAB_INSTALL_DATADIR;
 }
 
+std::string resourcesProblem()
+{
+    const char *env = std::getenv("TRAINLAB_RESOURCES");
+    const std::string dir = resourcesDir();
+    std::error_code ec;
+    if (fs::is_directory(fs::path(dir) / "presets", ec))
+        return {};
+    return (env && *env ? "TRAINLAB_RESOURCES=" : "") + dir + ": not a TrainLab resources folder (no presets/ in it)";
+}
+
+std::string dataHome()
+{
+    // The XDG spec: a relative XDG_DATA_HOME is invalid and ignored.
+    if (const char *xdg = std::getenv("XDG_DATA_HOME"); xdg && xdg[0] == '/')
+        return xdg;
+    std::string home;
+    if (const char *env = std::getenv("HOME"); env && env[0] == '/') {
+        home = env;
+    } else {
+        // HOME unset: the account's own folder, never a world-writable fallback such as /tmp.
+        struct passwd entry {};
+        struct passwd *found = nullptr;
+        std::vector<char> buffer(16384);
+        if (::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found && found->pw_dir
+            && found->pw_dir[0] == '/')
+            home = found->pw_dir;
+    }
+    if (home.empty())
+        throw std::runtime_error("cannot tell the home folder (HOME is unset and the account has none); "
+                                 "set HOME, XDG_DATA_HOME or TRAINLAB_RUNS_DIR and TRAINLAB_DATA_DIR");
+    return (fs::path(home) / ".local" / "share").string();
+}
+
 std::string defaultRunsDir()
 {
     if (const char *env = std::getenv("TRAINLAB_RUNS_DIR"); env && *env)
         return env;
-    if (const char *xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg)
-        return (fs::path(xdg) / "TrainLab" / "runs").string();
-    const char *home = std::getenv("HOME");
-    return (fs::path(home && *home ? home : "/tmp") / ".local" / "share" / "TrainLab" / "runs").string();
+    return (fs::path(dataHome()) / "TrainLab" / "runs").string();
 }
 
 } // namespace trainlab

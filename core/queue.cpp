@@ -108,7 +108,7 @@ Queue Queue::load(const std::string &stateFile)
     Queue q(stateFile);
     json j;
     try {
-        j = json::parse(readFile(stateFile));
+        j = json::parse(readFile(stateFile, kMaxTableBytes));
         if (j.value("schema_version", 0) != kStateVersion)
             throw ConfigError(stateFile + ": schema_version must be " + std::to_string(kStateVersion));
         q.m_sweepId = j.value("sweep_id", "");

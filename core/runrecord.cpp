@@ -2,6 +2,8 @@
 
 #include "core/atomicfile.h"
 #include "core/devices.h"
+#include "core/jsonread.h"
+#include "core/numtext.h"
 #include "core/testhooks.h"
 #include "trainlab/version.h"
 
@@ -19,6 +21,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -121,10 +124,9 @@ const char *RunRecord::metricsHeader()
 
 std::string RunRecord::metricsRow(const EpochMetrics &m)
 {
-    char row[256];
-    std::snprintf(row, sizeof row, "%d,%.6f,%.6f,%.6f,%.3f,%.1f\n", m.epoch, m.trainLoss, m.trainAcc, m.testAcc,
-                  m.seconds, m.imagesPerSecond);
-    return row;
+    return std::to_string(m.epoch) + "," + formatFixed(m.trainLoss, 6) + "," + formatFixed(m.trainAcc, 6) + ","
+           + formatFixed(m.testAcc, 6) + "," + formatFixed(m.seconds, 3) + "," + formatFixed(m.imagesPerSecond, 1)
+           + "\n";
 }
 
 std::string RunRecord::safeName(const std::string &name)
@@ -265,8 +267,25 @@ bool RunRecord::wantsCheckpoint(const EpochMetrics &m) const
     return m_checkpoints != "best" || isBest(m);
 }
 
+bool RunRecord::folderGone() const
+{
+    struct stat held {}, named {};
+    if (m_lockFd < 0 || ::fstat(m_lockFd, &held) != 0)
+        return false;
+    if (held.st_nlink == 0)
+        return true;
+    return ::stat(m_dir.c_str(), &named) != 0 || named.st_dev != held.st_dev || named.st_ino != held.st_ino;
+}
+
+std::string RunRecord::goneMessage() const
+{
+    return m_dir + ": the run folder was deleted or moved while the run was training; nothing more of this run is recorded";
+}
+
 void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpointBytes)
 {
+    if (folderGone())
+        throw std::runtime_error(goneMessage());
     const bool best = isBest(m) && m_checkpoints.find("best") != std::string::npos;
     const bool last = m_checkpoints == "last" || m_checkpoints == "last+best";
     if (!checkpointBytes.empty()) {
@@ -359,91 +378,168 @@ void RunRecord::writeSummary()
     writeFileAtomic(m_dir + "/summary.json", j.dump(2) + "\n");
 }
 
-RunSummary readRunSummary(const std::string &runDir)
+namespace {
+
+// An integer field of summary.json within [min, max]; absent: fallback.
+template<typename T>
+T field(const json &j, const char *key, T fallback, long long min, long long max)
+{
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null())
+        return fallback;
+    long long value = 0;
+    if (!it->is_number_integer() || !detail::fitsInto(*it, value) || value < min || value > max)
+        throw std::runtime_error(std::string(key) + ": must be an integer from " + std::to_string(min) + " to "
+                                 + std::to_string(max) + ", got " + detail::describe(*it));
+    return static_cast<T>(value);
+}
+
+double number(const json &j, const char *key, double min, double max)
+{
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null())
+        return 0.0;
+    if (!it->is_number() || !(it->get<double>() >= min && it->get<double>() <= max))
+        throw std::runtime_error(std::string(key) + ": must be a number from " + formatShortest(min) + " to "
+                                 + formatShortest(max) + ", got " + detail::describe(*it));
+    return it->get<double>();
+}
+
+constexpr long long kMaxEpochs = 100000;
+constexpr double kMaxSeconds = 1e10;
+
+} // namespace
+
+RunSummary parseRunSummary(const std::string &text, const std::string &runDir)
 {
     const std::string path = runDir + "/summary.json";
     json j;
     try {
-        j = json::parse(readFile(path));
+        j = json::parse(text);
     } catch (const json::exception &e) {
         throw std::runtime_error(path + ": not valid JSON: " + e.what());
     }
+    if (!j.is_object())
+        throw std::runtime_error(path + ": must be a JSON object, got " + detail::typeName(j));
     RunSummary s;
     s.dir = runDir;
     try {
         s.name = j.value("name", "");
         s.status = j.value("status", "");
         s.error = j.value("error", "");
-        s.bestTestAcc = j.value("best_test_acc", 0.0);
-        s.bestEpoch = j.value("best_epoch", 0);
-        s.finalTestAcc = j.value("final_test_acc", 0.0);
-        s.epochsDone = j.value("epochs_done", 0);
-        s.epochsPlanned = j.value("epochs_planned", 0);
-        s.checkpointEpoch = j.value("checkpoint_epoch", 0);
-        s.bestCheckpointEpoch = j.value("best_checkpoint_epoch", 0);
-        s.meanEpochSeconds = j.value("mean_epoch_seconds", 0.0);
-        s.totalSeconds = j.value("total_seconds", 0.0);
+        s.bestTestAcc = number(j, "best_test_acc", 0.0, 1.0);
+        s.bestEpoch = field(j, "best_epoch", 0, 0, kMaxEpochs);
+        s.finalTestAcc = number(j, "final_test_acc", 0.0, 1.0);
+        s.epochsDone = field(j, "epochs_done", 0, 0, kMaxEpochs);
+        s.epochsPlanned = field(j, "epochs_planned", 0, 0, kMaxEpochs);
+        s.checkpointEpoch = field(j, "checkpoint_epoch", 0, 0, kMaxEpochs);
+        s.bestCheckpointEpoch = field(j, "best_checkpoint_epoch", 0, 0, kMaxEpochs);
+        s.meanEpochSeconds = number(j, "mean_epoch_seconds", 0.0, kMaxSeconds);
+        s.totalSeconds = number(j, "total_seconds", 0.0, kMaxSeconds);
         s.devices = j.value("devices", std::vector<std::string>{});
         s.trainlabVersion = j.value("trainlab_version", "");
         s.torchVersion = j.value("libtorch_version", "");
         s.startTime = j.value("start_time", "");
         s.endTime = j.value("end_time", "");
         s.resumedAt = j.value("resumed_at", std::vector<std::string>{});
-        s.pid = j.value("pid", 0LL);
+        s.pid = field(j, "pid", 0LL, 0, 1LL << 31);
         s.host = j.value("host", "");
         if (const auto sweep = j.find("sweep"); sweep != j.end() && sweep->is_object()) {
             s.sweep.id = sweep->value("id", "");
-            s.sweep.index = sweep->value("index", -1);
-            s.sweep.count = sweep->value("count", 0);
+            s.sweep.index = field(*sweep, "index", -1, -1, 1 << 20);
+            s.sweep.count = field(*sweep, "count", 0, 0, 1 << 20);
             const json values = sweep->value("values", json::object());
             for (const auto &axis : sweep->value("axes", std::vector<std::string>{}))
                 s.sweep.values.emplace_back(axis, values.value(axis, ""));
         }
     } catch (const json::exception &e) {
         throw std::runtime_error(path + ": unexpected content: " + e.what());
+    } catch (const std::runtime_error &e) {
+        throw std::runtime_error(path + ": " + e.what());
     }
+    return s;
+}
+
+RunSummary readRunSummary(const std::string &runDir)
+{
+    RunSummary s = parseRunSummary(readFile(runDir + "/summary.json", kMaxRecordBytes), runDir);
     if (s.status == "running" && !runFolderInUse(runDir))
         s.status = "interrupted";
     return s;
 }
 
-std::vector<EpochMetrics> readMetrics(const std::string &runDir)
+std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path)
 {
-    const std::string path = runDir + "/metrics.csv";
-    std::string text = readFile(path);
     // A last line without its newline is a row torn by a crash: not a row.
     text.resize(text.find_last_of('\n') == std::string::npos ? 0 : text.find_last_of('\n') + 1);
     std::istringstream in(text);
     std::string line;
     std::getline(in, line);
     if (line != RunRecord::metricsHeader())
-        throw std::runtime_error(path + ": unexpected header \"" + line + "\"");
+        throw std::runtime_error(path + ": unexpected header \"" + detail::cut(line) + "\"");
     std::vector<EpochMetrics> rows;
     while (std::getline(in, line)) {
-        if (line.empty())
-            continue;
+        std::string_view fields[6];
+        std::size_t count = 0, from = 0;
+        for (; count < 6 && from <= line.size(); ++count) {
+            const std::size_t comma = std::min(line.find(',', from), line.size());
+            fields[count] = std::string_view(line).substr(from, comma - from);
+            from = comma + 1;
+        }
         EpochMetrics m;
-        if (std::sscanf(line.c_str(), "%d,%lf,%lf,%lf,%lf,%lf", &m.epoch, &m.trainLoss, &m.trainAcc, &m.testAcc,
-                        &m.seconds, &m.imagesPerSecond) == 6)
+        // Six fields, each a number in its range, epochs rising: anything else is not a row of ours.
+        const bool ok = count == 6 && from == line.size() + 1 && parseInt(fields[0], m.epoch)
+                        && parseDouble(fields[1], m.trainLoss) && parseDouble(fields[2], m.trainAcc)
+                        && parseDouble(fields[3], m.testAcc) && parseDouble(fields[4], m.seconds)
+                        && parseDouble(fields[5], m.imagesPerSecond) && m.epoch >= 1 && m.epoch <= kMaxEpochs
+                        && (rows.empty() || m.epoch > rows.back().epoch) && m.trainLoss >= 0
+                        && m.trainAcc >= 0 && m.trainAcc <= 1 && m.testAcc >= 0 && m.testAcc <= 1 && m.seconds >= 0
+                        && m.seconds <= kMaxSeconds && m.imagesPerSecond >= 0;
+        if (ok)
             rows.push_back(m);
     }
     return rows;
+}
+
+std::vector<EpochMetrics> readMetrics(const std::string &runDir)
+{
+    const std::string path = runDir + "/metrics.csv";
+    return parseMetrics(readFile(path, kMaxTableBytes), path);
 }
 
 std::vector<RunSummary> listRuns(const std::string &runsDir)
 {
     std::vector<RunSummary> runs;
     std::error_code ec;
+    const fs::file_status status = fs::status(runsDir, ec);
+    if (!fs::exists(status))
+        return runs;
+    if (!fs::is_directory(status))
+        throw std::runtime_error(runsDir + ": not a folder, so it cannot hold runs");
     for (const auto &entry : fs::directory_iterator(runsDir, ec)) {
-        if (entry.path().filename().string().rfind(kCreatingPrefix, 0) == 0)
+        const std::string name = entry.path().filename().string();
+        if (name.rfind(kCreatingPrefix, 0) == 0)
             continue;
-        if (!entry.is_directory(ec) || !fs::exists(entry.path() / "summary.json", ec))
+        std::error_code own;
+        const bool link = entry.is_symlink(own);
+        if (!entry.is_directory(own) || !fs::exists(entry.path() / "summary.json", own))
             continue;
-        try {
-            runs.push_back(readRunSummary(entry.path().string()));
-        } catch (const std::exception &) {
-            continue; // a broken folder is not a run; it stays on disk for the user to inspect
+        RunSummary s;
+        s.dir = entry.path().string();
+        s.name = name;
+        s.status = "unreadable";
+        if (link) {
+            // Listed, not followed: what the link leads to is not this runs folder's to read or delete.
+            s.error = s.dir + ": is a symbolic link to " + fs::read_symlink(entry.path(), own).string()
+                      + "; TrainLab does not follow links out of the runs folder";
+        } else {
+            try {
+                s = readRunSummary(s.dir);
+            } catch (const std::exception &e) {
+                s.error = e.what();   // listed with its problem; the folder stays for the user to inspect
+            }
         }
+        runs.push_back(std::move(s));
     }
     std::sort(runs.begin(), runs.end(), [](const RunSummary &a, const RunSummary &b) {
         return a.startTime != b.startTime ? a.startTime > b.startTime : a.dir > b.dir;

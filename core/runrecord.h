@@ -71,6 +71,9 @@ public:
     // summary.json, each replaced atomically: the record never claims an epoch the checkpoint does not hold.
     void commitEpoch(const EpochMetrics &metrics, const std::string &checkpointBytes);
     void finish(const RunResult &result);
+    // True when the run folder was deleted or moved away while this record held it.
+    bool folderGone() const;
+    std::string goneMessage() const;
 
     static std::string safeName(const std::string &name);
     static const char *metricsHeader();
@@ -93,7 +96,11 @@ private:
 
 RunSummary readRunSummary(const std::string &runDir);
 std::vector<EpochMetrics> readMetrics(const std::string &runDir);
-// Every run folder under runsDir with a readable summary.json, newest first.
+// The readers' parsing alone (the fuzzers' entry points): every number range-checked, errors name the file.
+RunSummary parseRunSummary(const std::string &text, const std::string &runDir);
+std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path);
+// Every run folder under runsDir with a summary.json, newest first; one that cannot be read (or is a symbolic
+// link) is listed with status "unreadable" and its problem in error. Throws when runsDir is not a folder.
 std::vector<RunSummary> listRuns(const std::string &runsDir);
 // True while a live process holds the run folder's lock.
 bool runFolderInUse(const std::string &runDir);

@@ -19,6 +19,24 @@ RunsFolderUsage runsFolderUsage(const std::string &runsDir);
 // Returns the bytes freed.
 std::uint64_t deleteCheckpoints(const std::string &runDir);
 
+// Deletes a run folder and everything in it. Refused (runtime_error naming the folder) while a process holds
+// the run; a run folder that is a symbolic link loses only the link, and no link inside is ever followed.
+void deleteRun(const std::string &runDir);
+
+// An exclusive lock on a folder (a sweep's) while the object lives, so two processes never run it at once.
+class FolderLock
+{
+public:
+    // Throws runtime_error naming the folder when it cannot be opened or another process holds it.
+    explicit FolderLock(const std::string &dir);
+    ~FolderLock();
+    FolderLock(const FolderLock &) = delete;
+    FolderLock &operator=(const FolderLock &) = delete;
+
+private:
+    int m_fd = -1;
+};
+
 // "540 MB", "1.2 GB", "800 KB"
 std::string formatBytes(std::uint64_t bytes);
 

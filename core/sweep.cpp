@@ -2,6 +2,7 @@
 
 #include "core/atomicfile.h"
 #include "core/jsonread.h"
+#include "core/numtext.h"
 #include "core/paths.h"
 
 #include <algorithm>
@@ -23,9 +24,7 @@ constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
 std::string number(double value)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, "%g", value);
-    return text;
+    return formatGeneral(value);
 }
 
 std::string joined(const std::vector<std::string> &devices)

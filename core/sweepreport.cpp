@@ -1,5 +1,6 @@
 #include "core/sweepreport.h"
 
+#include "core/numtext.h"
 #include "core/runrecord.h"
 
 #include <algorithm>
@@ -30,9 +31,7 @@ std::string valueOf(const SweepTag &tag, const std::string &axis)
 
 std::string fixed(double value, int decimals)
 {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", decimals, value);
-    return text;
+    return formatFixed(value, decimals);
 }
 
 std::string csvField(const std::string &text)

@@ -7,6 +7,7 @@
 #include "core/paths.h"
 #include "core/runrecord.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -50,6 +51,17 @@ void checkTrainable(const ExperimentConfig &config, const DataBundle &data)
                                  + std::to_string(config.model.inChannels));
 }
 
+// The epochs a run folder claims: summary.json's count, or metrics.csv's rows when it says more.
+int recordedEpochs(const std::string &runDir, const RunSummary &summary)
+{
+    int rows = 0;
+    try {
+        rows = static_cast<int>(readMetrics(runDir).size());
+    } catch (const std::exception &) {
+    }
+    return std::max(summary.epochsDone, rows);
+}
+
 std::string problemsText(const std::vector<std::string> &problems)
 {
     std::string text = "invalid configuration:";
@@ -76,7 +88,9 @@ RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingOb
     if (!engine.weightsDigest.empty())
         observer.onLog("final weights digest: " + engine.weightsDigest);
     RunResult r = engine.result;
-    if (record) {
+    if (record && record->folderGone()) {
+        observer.onLog(record->goneMessage());
+    } else if (record) {
         r.runDir = record->dir();
         try {
             record->finish(r);
@@ -145,7 +159,7 @@ RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const
         const std::string checkpoint = runDir + "/checkpoint.pt";
         CheckpointInfo info;
         if (fs::exists(checkpoint, ec)) {
-            auto bytes = std::make_shared<const std::string>(readFile(checkpoint));
+            auto bytes = std::make_shared<const std::string>(readFile(checkpoint, kMaxCheckpointBytes));
             info = readCheckpointInfo(*bytes, checkpoint);
             const std::string bound = checkpointConfigJson(config.toJson());
             if (info.config != bound) {
@@ -157,10 +171,10 @@ RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const
             }
             setup.resumeCheckpoint = bytes;
             setup.resumeOrigin = checkpoint;
-        } else if (summary.epochsDone > 0) {
+        } else if (const int recorded = recordedEpochs(runDir, summary); recorded > 0) {
             const bool keepsLast = config.checkpoints == "last" || config.checkpoints == "last+best";
-            throw std::runtime_error(checkpoint + ": missing, so the " + std::to_string(summary.epochsDone)
-                                     + " epochs done cannot be resumed ("
+            throw std::runtime_error(checkpoint + ": missing, so the " + std::to_string(recorded)
+                                     + " epochs recorded cannot be resumed and are kept ("
                                      + (keepsLast ? "its checkpoints were deleted"
                                                   : "checkpoints: \"" + config.checkpoints + "\" keeps no last checkpoint")
                                      + ")");

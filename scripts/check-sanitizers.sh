@@ -27,10 +27,10 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=ON \
   -DTRAINLAB_SANITIZE=ON -DTRAINLAB_FUZZ=ON >/dev/null || exit 1
 # The tests run below, the CLI they drive and the fuzzers: not tst_resume, tst_killpoints, tst_queue.
-sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep"
+sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep tst_hostile"
 [ -d "$build/tests/CMakeFiles/tst_download.dir" ] && sanitized_tests+=" tst_download"
 # shellcheck disable=SC2086  # the list is words
-cmake --build "$build" -j "$(nproc)" --target trainlab-cli $sanitized_tests fuzz_config fuzz_sweep fuzz_idx || exit 1
+cmake --build "$build" -j "$(nproc)" --target trainlab-cli $sanitized_tests fuzz_config fuzz_sweep fuzz_idx fuzz_records || exit 1
 
 supp="$PWD/tests/sanitizers"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:detect_odr_violation=0:halt_on_error=1"
@@ -45,7 +45,7 @@ if [ "$run_tests" = 1 ]; then
 fi
 if [ "$run_fuzz" = 1 ]; then
   printf '%-12s %10s %8s %s\n' target execs crashes result
-  for target in fuzz_config fuzz_sweep fuzz_idx; do
+  for target in fuzz_config fuzz_sweep fuzz_idx fuzz_records; do
     name=${target#fuzz_}
     work=$(mktemp -d)
     rm -f "$build/$target-"*

@@ -31,6 +31,7 @@ public:
         long long dropAfter = -1;       // send this many body bytes, then close the connection (once)
         long long stallAfter = -1;      // send this many body bytes, then send nothing more
         bool ignoreRange = false;       // answer 200 with the whole body even to a Range request
+        int trickleBytesPerSecond = 0;  // send the body this slowly, in 100 ms slices
     };
 
     struct Request
@@ -188,8 +189,18 @@ private:
                 end = std::min(end, start + route.dropAfter);
             if (route.stallAfter >= 0)
                 end = std::min(end, start + route.stallAfter);
-            reply.append(route.body, static_cast<std::size_t>(start), static_cast<std::size_t>(end - start));
-            sendAll(fd, reply.data(), reply.size());
+            if (route.trickleBytesPerSecond > 0) {
+                sendAll(fd, reply.data(), reply.size());
+                const long long slice = std::max(1, route.trickleBytesPerSecond / 10);
+                for (long long at = start; at < end && !m_stopping; at += slice) {
+                    if (!sendAll(fd, route.body.data() + at, static_cast<std::size_t>(std::min(slice, end - at))))
+                        break;
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                }
+            } else {
+                reply.append(route.body, static_cast<std::size_t>(start), static_cast<std::size_t>(end - start));
+                sendAll(fd, reply.data(), reply.size());
+            }
             if (route.stallAfter >= 0 && end < size)
                 waitForClose(fd);
         }

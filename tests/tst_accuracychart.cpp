@@ -4,7 +4,9 @@
 #include <QDir>
 #include <QImage>
 #include <QSet>
+#include <QElapsedTimer>
 #include <QTemporaryDir>
+#include <QValueAxis>
 #include <QtTest>
 
 using trainlab::AccuracyChart;
@@ -31,6 +33,8 @@ class tst_AccuracyChart : public QObject
 private Q_SLOTS:
     void epochsArriveBatched();
     void beginRunClears();
+    void epochAxisBoundedInTicks_data();
+    void epochAxisBoundedInTicks();
     void overlaysAreNamedSeries();
     void trainCurvesCanBeHidden();
     void exportWritesAFile_data();
@@ -69,6 +73,38 @@ void tst_AccuracyChart::beginRunClears()
     QTest::qWait(100);
     QCOMPARE(chart.livePointCount(), 0);
     QVERIFY(chart.bestPoint().isNull());
+}
+
+void tst_AccuracyChart::epochAxisBoundedInTicks_data()
+{
+    QTest::addColumn<int>("lastEpoch");
+    QTest::addColumn<int>("points");
+    QTest::newRow("10,000 epochs") << 10000 << 10000;
+    QTest::newRow("epoch 2147483647") << 2147483647 << 2;
+}
+
+// Qt Charts makes a tick item per interval: a huge epoch count must not make millions of them (issue 27).
+void tst_AccuracyChart::epochAxisBoundedInTicks()
+{
+    QFETCH(int, lastEpoch);
+    QFETCH(int, points);
+    AccuracyChart chart;
+    chart.resize(800, 500);
+    chart.show();
+    QList<QPointF> curve;
+    for (int i = 0; i < points; ++i)
+        curve << QPointF(i + 1 == points ? lastEpoch : i + 1, 0.5);
+    QElapsedTimer timer;
+    timer.start();
+    chart.setOverlays({{QStringLiteral("long"), curve}});
+    chart.grab();
+    chart.beginRun(QStringLiteral("short"), 2);
+    chart.grab();
+    QVERIFY2(timer.elapsed() < 10000, std::to_string(timer.elapsed()).c_str());
+    auto *x = qobject_cast<QValueAxis *>(chart.chart()->axes(Qt::Horizontal).first());
+    QVERIFY(x);
+    QCOMPARE(x->max(), double(lastEpoch));
+    QVERIFY2((x->max() - x->min()) / x->tickInterval() <= 11.0, std::to_string(x->tickInterval()).c_str());
 }
 
 void tst_AccuracyChart::overlaysAreNamedSeries()

@@ -1,8 +1,10 @@
 #include "core/idx.h"
+#include "core/runrecord.h"
 #include "httpserver.h"
 #include "testutil.h"
 
 #include <csignal>
+#include <pwd.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -105,6 +107,14 @@ private Q_SLOTS:
     void stopWhileWaiting();
     void stopWithHungPeer();
     void mismatchedConfigRefused();
+    void hangupStopsAndKeepsRun();
+    void closedPipeKeepsTraining();
+    void duplicateNodeRankRefused();
+    void nodeCountMismatchRefused();
+    void foreignServerAtMasterPort_data();
+    void foreignServerAtMasterPort();
+    void hostileEnvironment_data();
+    void hostileEnvironment();
 
 private:
     QString writeConfig(const QString &name, const QByteArray &json)
@@ -485,6 +495,156 @@ void tst_Cli::mismatchedConfigRefused()
     QCOMPARE(o0.exitCode, 1);
     QCOMPARE(o1.exitCode, 1);
     QVERIFY2(o0.err.contains(QStringLiteral("different configuration")), qPrintable(o0.err));
+}
+
+// A closed terminal or SSH session (SIGHUP) stops the run as Ctrl-C does: the record says stopped.
+void tst_Cli::hangupStopsAndKeepsRun()
+{
+    QProcess *p = start({QStringLiteral("run"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
+                         QStringLiteral("--runs-dir"), m_dir.filePath(QStringLiteral("hup-runs"))});
+    QString out;
+    QTRY_VERIFY_WITH_TIMEOUT((out += QString::fromUtf8(p->readAllStandardOutput())).contains(QStringLiteral("training on")), 60000);
+    ::kill(static_cast<pid_t>(p->processId()), SIGHUP);
+    const Outcome o = finish(p, 30000);
+    out += o.out;
+    QCOMPARE(o.exitCode, 1);
+    const auto runs = trainlab::listRuns(m_dir.filePath(QStringLiteral("hup-runs")).toStdString());
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs[0].status, std::string("stopped"));
+}
+
+// `trainlab-cli run … | head -1`: the pipe closes after one line; the run goes on and completes.
+void tst_Cli::closedPipeKeepsTraining()
+{
+    const QString config = writeConfig(QStringLiteral("pipe.json"), R"({"name": "pipe", "devices": ["cpu"],
+        "dataset": {"train_limit": 48, "test_limit": 20}, "batch_size": 16, "epochs": 2, "cpu_threads": 1})");
+    const QString runs = m_dir.filePath(QStringLiteral("pipe-runs"));
+    QProcess shell;
+    shell.start(QStringLiteral("bash"), {QStringLiteral("-c"), QStringLiteral("\"$0\" run \"$1\" --runs-dir \"$2\" | head -1"),
+                                         QStringLiteral(TRAINLAB_CLI), config, runs});
+    QVERIFY(shell.waitForFinished(120000));
+    const auto list = trainlab::listRuns(runs.toStdString());
+    QCOMPARE(list.size(), std::size_t(1));
+    QCOMPARE(list[0].status, std::string("completed"));
+    QCOMPARE(list[0].epochsDone, 2);
+}
+
+// A second process with a node rank already taken is refused with that rank named, not with Gloo's words.
+void tst_Cli::duplicateNodeRankRefused()
+{
+    const QString config = writeConfig(QStringLiteral("dup.json"), R"({"name": "dup", "devices": ["cpu"],
+        "dataset": {"train_limit": 48, "test_limit": 20}, "batch_size": 16, "epochs": 1,
+        "cpu_threads": 1, "collective_timeout_s": 30})");
+    const QString port = QString::number(freePort() + 7);
+    QStringList n0 = tinyRun(config), n1 = tinyRun(config);
+    n0 << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--master-port") << port;
+    n1 << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--node-rank") << QStringLiteral("1")
+       << QStringLiteral("--master-port") << port;
+    QProcess *p0 = start(n0);
+    QProcess *a = start(n1);
+    QProcess *b = start(n1);
+    const Outcome o0 = finish(p0, 120000), oa = finish(a, 120000), ob = finish(b, 120000);
+    QVERIFY2(o0.exitCode == 0, qPrintable(o0.out + o0.err));
+    const Outcome &refused = oa.exitCode == 0 ? ob : oa;
+    const Outcome &joined = oa.exitCode == 0 ? oa : ob;
+    QCOMPARE(joined.exitCode, 0);
+    QCOMPARE(refused.exitCode, 1);
+    QVERIFY2(refused.err.contains(QStringLiteral("node 1 is already taken")), qPrintable(refused.out + refused.err));
+}
+
+void tst_Cli::nodeCountMismatchRefused()
+{
+    const QString config = writeConfig(QStringLiteral("count.json"), R"({"name": "count", "devices": ["cpu"],
+        "dataset": {"train_limit": 20, "test_limit": 10}, "batch_size": 10, "epochs": 1, "collective_timeout_s": 20})");
+    const QString port = QString::number(freePort() + 8);
+    QStringList n0 = tinyRun(config), n1 = tinyRun(config);
+    n0 << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--master-port") << port;
+    n1 << QStringLiteral("--nnodes") << QStringLiteral("3") << QStringLiteral("--node-rank") << QStringLiteral("1")
+       << QStringLiteral("--master-port") << port;
+    QProcess *p0 = start(n0);
+    QProcess *p1 = start(n1);
+    const Outcome o0 = finish(p0, 60000), o1 = finish(p1, 60000);
+    QCOMPARE(o0.exitCode, 1);
+    QCOMPARE(o1.exitCode, 1);
+    QVERIFY2(o1.err.contains(QStringLiteral("this node (1) says 3 nodes, node 0 says 2")), qPrintable(o1.err));
+    QVERIFY2(o0.err.contains(QStringLiteral("this node (0) says 2 nodes, node 1 says 3")), qPrintable(o0.err));
+}
+
+void tst_Cli::foreignServerAtMasterPort_data()
+{
+    QTest::addColumn<bool>("terminate");
+    QTest::newRow("bounded by collective_timeout_s") << false;
+    QTest::newRow("stopped by SIGTERM") << true;
+}
+
+// --master-port pointing at some other server that accepts and never answers: no hang, a stop works.
+void tst_Cli::foreignServerAtMasterPort()
+{
+    QFETCH(bool, terminate);
+    HttpServer silent;   // waits for an HTTP request's blank line, which a store's query never sends
+    const QString config = writeConfig(QStringLiteral("foreign.json"), R"({"name": "foreign",
+        "dataset": {"train_limit": 20, "test_limit": 10}, "batch_size": 10, "epochs": 1, "collective_timeout_s": 3})");
+    QStringList args = tinyRun(config);
+    args << QStringLiteral("--nnodes") << QStringLiteral("2") << QStringLiteral("--node-rank") << QStringLiteral("1")
+         << QStringLiteral("--master-port") << QString::number(silent.port());
+    QElapsedTimer timer;
+    timer.start();
+    QProcess *p = start(args);
+    QVERIFY(p->waitForStarted());
+    if (terminate) {
+        QTest::qWait(1500);
+        QCOMPARE(p->state(), QProcess::Running);
+        p->terminate();
+        timer.restart();
+    }
+    const Outcome o = finish(p, 60000);
+    QCOMPARE(o.exitCode, 1);
+    QVERIFY2(timer.elapsed() < timeLimitMs(terminate ? 3000 : 15000), std::to_string(timer.elapsed()).c_str());
+    if (terminate)
+        QVERIFY2(o.out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(o.out + o.err));
+    else
+        QVERIFY2(o.err.contains(QStringLiteral("no answer within 3 s")), qPrintable(o.out + o.err));
+}
+
+void tst_Cli::hostileEnvironment_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QStringList>("env");
+    QTest::addColumn<int>("exitCode");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("TRAINLAB_RESOURCES nowhere") << QStringList{"presets"}
+        << QStringList{"TRAINLAB_RESOURCES=/nowhere/res"} << 1 << "TRAINLAB_RESOURCES=/nowhere/res: not a TrainLab resources folder";
+    QTest::newRow("runs-dir is a file") << QStringList{"runs", "--runs-dir", "@FILE@"} << QStringList{} << 1
+                                        << "not a folder, so it cannot hold runs";
+    QTest::newRow("HOME unset, XDG relative") << QStringList{"dataset", "where"}
+        << QStringList{"-HOME", "XDG_DATA_HOME=relative", "-TRAINLAB_DATA_DIR"} << 0
+        << "@ACCOUNT@/.local/share/trainlab/datasets/fashion-mnist";
+    QTest::newRow("file:// mirror") << QStringList{"dataset", "download", "--dir", "@DIR@", "--mirror", "file:///etc/"}
+                                    << QStringList{} << 1 << "file://: not allowed";
+}
+
+void tst_Cli::hostileEnvironment()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QStringList, env);
+    QFETCH(int, exitCode);
+    QFETCH(QString, message);
+    const QString plainFile = m_dir.filePath(QStringLiteral("plain-file"));
+    QFile(plainFile).open(QIODevice::WriteOnly);
+    const passwd *account = ::getpwuid(::getuid());
+    for (QString &a : args)
+        a.replace(QStringLiteral("@FILE@"), plainFile).replace(QStringLiteral("@DIR@"), m_dir.filePath(QStringLiteral("dl")));
+    message.replace(QStringLiteral("@ACCOUNT@"), QString::fromLocal8Bit(account->pw_dir));
+    QProcessEnvironment e = QProcessEnvironment::systemEnvironment();
+    for (const QString &v : env) {
+        if (v.startsWith(QLatin1Char('-')))
+            e.remove(v.mid(1));
+        else
+            e.insert(v.section(QLatin1Char('='), 0, 0), v.section(QLatin1Char('='), 1));
+    }
+    const Outcome o = finish(start(args, e), 30000);
+    QVERIFY2(o.exitCode == exitCode, qPrintable(o.out + o.err));
+    QVERIFY2((o.out + o.err).contains(message), qPrintable(o.out + o.err));
 }
 
 QTEST_GUILESS_MAIN(tst_Cli)

@@ -11,6 +11,8 @@
 #include <functional>
 #include <random>
 
+#include <sys/stat.h>
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -122,6 +124,12 @@ private Q_SLOTS:
     void existingPartResumes_data();
     void existingPartResumes();
     void cancelWhileStalled();
+    void trickleAndDeadline_data();
+    void trickleAndDeadline();
+    void plantedPartRefused_data();
+    void plantedPartRefused();
+    void credentialsRedacted();
+    void onlyHttpMirrors();
     void unreachableHost();
     void folderCannotBeCreated();
     void presentFilesAreSkipped();
@@ -324,6 +332,101 @@ void tst_Download::cancelWhileStalled()
     QVERIFY2(r.error.find("cancelled") != std::string::npos, r.error.c_str());
     QVERIFY(!exists(file(f.name(0))));
     QCOMPARE(readAll(file(f.name(0)) + ".part"), f.bodies[0].substr(0, 1000));
+}
+
+void tst_Download::trickleAndDeadline_data()
+{
+    QTest::addColumn<int>("bytesPerSecond");
+    QTest::addColumn<int>("minimum");
+    QTest::addColumn<int>("deadline");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("below the minimum average") << 300 << 2000 << 3600 << "below the minimum of 2000";
+    QTest::newRow("past the deadline per file") << 20000 << 10 << 2 << "not done after 2 s, the limit per file";
+}
+
+// A mirror that trickles just above the stall limit fails in seconds, not months (issue 27).
+void tst_Download::trickleAndDeadline()
+{
+    QFETCH(int, bytesPerSecond);
+    QFETCH(int, minimum);
+    QFETCH(int, deadline);
+    QFETCH(QString, expected);
+    HttpServer server;
+    Fixture f;
+    HttpServer::Route slow;
+    slow.body = f.bodies[0];
+    slow.trickleBytesPerSecond = bytesPerSecond;
+    server.setRoute("/m/" + f.name(0), slow);
+    Recorder rec;
+    auto options = quick({server.url("/m/")});
+    options.stallSeconds = 1;
+    options.minAverageBytesPerSecond = minimum;
+    options.deadlineSeconds = deadline;
+    QElapsedTimer timer;
+    timer.start();
+    const auto r = trainlab::downloadDataset(dir(), f.manifest, rec, m_cancel, options);
+    QVERIFY2(timer.elapsed() < 15000, std::to_string(timer.elapsed()).c_str());
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find(expected.toStdString()) != std::string::npos, r.error.c_str());
+}
+
+void tst_Download::plantedPartRefused_data()
+{
+    QTest::addColumn<bool>("fifo");
+    QTest::newRow("symlink to a file outside") << false;
+    QTest::newRow("FIFO") << true;
+}
+
+// NAME.part planted in the data folder: nothing outside is emptied or written, nothing blocks.
+void tst_Download::plantedPartRefused()
+{
+    QFETCH(bool, fifo);
+    HttpServer server;
+    Fixture f;
+    f.serveAll(server, "/m/");
+    fs::create_directories(dir());
+    const std::string part = file(f.name(0)) + ".part";
+    const std::string outside = dir() + "-outside.txt";
+    writeAll(outside, "seventeen bytes!!");
+    if (fifo)
+        QCOMPARE(::mkfifo(part.c_str(), 0600), 0);
+    else
+        fs::create_symlink(outside, part);
+    Recorder rec;
+    const auto r = trainlab::downloadDataset(dir(), f.manifest, rec, m_cancel, quick({server.url("/m/")}));
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find(part + ": ") == 0, r.error.c_str());
+    QVERIFY2(r.error.find("remove it and download again") != std::string::npos, r.error.c_str());
+    QCOMPARE(readAll(outside), std::string("seventeen bytes!!"));
+    QVERIFY(!rec.logged("resuming at byte"));
+    QVERIFY(server.requests().empty());
+}
+
+void tst_Download::credentialsRedacted()
+{
+    Fixture f;
+    const std::string mirror = "http://alice:s3cret@127.0.0.1:" + std::to_string(HttpServer::closedPort()) + "/m/";
+    Recorder rec;
+    const auto r = trainlab::downloadDataset(dir(), f.manifest, rec, m_cancel, quick({mirror}));
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("http://***@127.0.0.1:") != std::string::npos, r.error.c_str());
+    QVERIFY(r.error.find("s3cret") == std::string::npos);
+    for (const auto &line : rec.logs)
+        QVERIFY2(line.find("s3cret") == std::string::npos, line.c_str());
+    QVERIFY(rec.logged("***@127.0.0.1"));
+}
+
+void tst_Download::onlyHttpMirrors()
+{
+    Fixture f;
+    const std::string secret = dir() + "-secret";
+    fs::create_directories(secret);
+    writeAll(secret + "/" + f.name(0), f.bodies[0]);
+    Recorder rec;
+    const auto r = trainlab::downloadDataset(dir(), f.manifest, rec, m_cancel, quick({"file://" + secret + "/"}));
+    QVERIFY(!r.ok);
+    QVERIFY2(r.error.find("file://: not allowed") != std::string::npos, r.error.c_str());
+    QVERIFY(!exists(file(f.name(0))));
 }
 
 void tst_Download::unreachableHost()

@@ -30,6 +30,10 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 using trainlab::ExperimentConfig;
 using trainlab::MainWindow;
 using trainlab::RunHistoryModel;
@@ -97,6 +101,8 @@ private Q_SLOTS:
     void unsavedChangesAreOfferedForSaving();
     void selectingTwoRunsOverlaysTwoCurves();
     void useRunConfigurationAndDelete();
+    void deleteRunStaysInItsFolder_data();
+    void deleteRunStaysInItsFolder();
     void exportsChartAndMetrics();
     void closingDuringARunExitsCleanly();
     void destroyingDuringARunDoesNotHang();
@@ -587,6 +593,50 @@ void tst_MainWindow::useRunConfigurationAndDelete()
     QVERIFY(!QDir(dir).exists());
     QCOMPARE(table->model()->rowCount(), 0);
     QCOMPARE(window.chart()->overlayCount(), 0);
+}
+
+void tst_MainWindow::deleteRunStaysInItsFolder_data()
+{
+    QTest::addColumn<bool>("link");
+    QTest::newRow("run held by a CLI run") << false;
+    QTest::newRow("run folder is a symlink") << true;
+}
+
+// Delete Run never deletes what a live process holds, nor follows a link out of the runs folder (issue 27).
+void tst_MainWindow::deleteRunStaysInItsFolder()
+{
+    QFETCH(bool, link);
+    const QString dir = fakeRun(QStringLiteral("guarded"), {0.5});
+    const QString outside = m_home.filePath(QStringLiteral("outside-%1").arg(QFileInfo(m_runsDir).fileName()));
+    int fd = -1;
+    if (link) {
+        QVERIFY(QDir().rename(dir, outside));
+        QVERIFY(QFile::link(outside, dir));
+    } else {
+        fd = ::open(QFile::encodeName(dir).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        QVERIFY(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    }
+    MainWindow window;
+    window.show();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QCOMPARE(window.historyModel()->rowCount(), 1);
+    window.history()->selectRow(0);
+    auto *deleteRun = window.findChild<QAction *>(QStringLiteral("deleteRunAction"));
+    QVERIFY(deleteRun->isEnabled());
+    answerNextQuestion(QMessageBox::Yes);
+    deleteRun->trigger();
+    if (link) {
+        QVERIFY(!QFileInfo(dir).isSymLink());
+        QVERIFY(QFile::exists(outside + QStringLiteral("/metrics.csv")));
+        QVERIFY(QFile::exists(outside + QStringLiteral("/summary.json")));
+        QCOMPARE(window.historyModel()->rowCount(), 0);
+    } else {
+        QVERIFY(QFile::exists(dir + QStringLiteral("/metrics.csv")));
+        QVERIFY2(window.lastError().contains(QStringLiteral("in use by a running or resuming process")),
+                 qPrintable(window.lastError()));
+        QCOMPARE(window.historyModel()->rowCount(), 1);
+        ::close(fd);
+    }
 }
 
 void tst_MainWindow::exportsChartAndMetrics()

@@ -83,6 +83,7 @@ private Q_SLOTS:
     void moveAndRemoveOnlyWaitingEntries();
     void queueIsKeptInTheRunsFolder();
     void damagedQueueFileIsSetAside();
+    void damagedQueueAsideNameTaken();
     void dialogCountsRuns_data();
     void dialogCountsRuns();
     void dialogAsksAboveTwoHundredRuns();
@@ -298,6 +299,39 @@ void tst_QueuePanel::damagedQueueFileIsSetAside()
     QCOMPARE(panel.queue().size(), std::size_t(0));
     QVERIFY2(panel.message().contains(QStringLiteral("could not be read")), qPrintable(panel.message()));
     const QStringList aside = QDir(m_runsDir).entryList({QStringLiteral("queue.json.damaged-*")});
+    QCOMPARE(aside.size(), 1);
+    QFile kept(QDir(m_runsDir).filePath(aside.first()));
+    QVERIFY(kept.open(QIODevice::ReadOnly));
+    QVERIFY(kept.readAll().startsWith("{\"schema_version\": 1"));
+}
+
+// The aside name already taken (the same second, or a file the user made): nothing is overwritten (issue 27).
+void tst_QueuePanel::damagedQueueAsideNameTaken()
+{
+    const QString file = QDir(m_runsDir).filePath(QStringLiteral("queue.json"));
+    QFile f(file);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("{\"schema_version\": 1, \"entries\": [ {\"config\": ");
+    f.close();
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    QStringList taken;
+    for (int s = 0; s < 3; ++s) {
+        const QString name = file + QStringLiteral(".damaged-") + now.addSecs(s).toString(QStringLiteral("yyyyMMdd-HHmmss"));
+        QFile t(name);
+        QVERIFY(t.open(QIODevice::WriteOnly));
+        t.write("an earlier damaged queue");
+        taken << name;
+    }
+    QueuePanel panel;
+    panel.setRunsDir(m_runsDir);
+    QVERIFY2(panel.message().contains(QStringLiteral("could not be read")), qPrintable(panel.message()));
+    QVERIFY(!QFile::exists(file));
+    for (const QString &name : std::as_const(taken)) {
+        QFile t(name);
+        QVERIFY(t.open(QIODevice::ReadOnly));
+        QCOMPARE(t.readAll(), QByteArray("an earlier damaged queue"));
+    }
+    const QStringList aside = QDir(m_runsDir).entryList({QStringLiteral("queue.json.damaged-*-2")});
     QCOMPARE(aside.size(), 1);
     QFile kept(QDir(m_runsDir).filePath(aside.first()));
     QVERIFY(kept.open(QIODevice::ReadOnly));

@@ -144,11 +144,7 @@ void AccuracyChart::updateRanges()
         if (s->count() > 0)
             epochs = std::max(epochs, static_cast<int>(s->at(s->count() - 1).x()));
     }
-    m_axisX->setRange(1, std::max(2, epochs));
-    // Ticks on whole epochs, at most about ten of them.
-    m_axisX->setTickType(QValueAxis::TicksDynamic);
-    m_axisX->setTickAnchor(1);
-    m_axisX->setTickInterval(std::max(1.0, std::ceil((std::max(2, epochs) - 1) / 10.0)));
+    setEpochAxis(m_axisX, std::max(2, epochs));
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
 }
 
@@ -208,6 +204,15 @@ bool AccuracyChart::savePng(const QString &path, QString *error)
 bool AccuracyChart::saveSvg(const QString &path, QString *error)
 {
     return saveChartSvg(this, path, tr("TrainLab accuracy chart"), error);
+}
+
+void setEpochAxis(QValueAxis *axis, int last)
+{
+    axis->setTickType(QValueAxis::TicksFixed);
+    axis->setTickAnchor(1);
+    axis->setTickInterval(std::max(1.0, std::ceil((std::max(2, last) - 1) / 10.0)));
+    axis->setRange(1, std::max(2, last));
+    axis->setTickType(QValueAxis::TicksDynamic);
 }
 
 } // namespace trainlab

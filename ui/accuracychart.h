@@ -68,4 +68,8 @@ private:
     double m_maxLoss = 0.0;
 };
 
+// An epoch axis from 1 to last with about ten ticks on whole epochs. Qt Charts makes one tick item per
+// interval of the range, so the interval is set while fixed ticks are on: never one item per epoch.
+void setEpochAxis(QValueAxis *axis, int last);
+
 } // namespace trainlab

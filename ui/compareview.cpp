@@ -1,5 +1,6 @@
 #include "ui/compareview.h"
 
+#include "ui/accuracychart.h"
 #include "ui/chartexport.h"
 
 #include <QChart>
@@ -308,10 +309,7 @@ void CompareView::rebuildEpochs()
                 marker->setVisible(false);
         }
     }
-    x->setRange(1, epochs);
-    x->setTickType(QValueAxis::TicksDynamic);
-    x->setTickAnchor(1);
-    x->setTickInterval(std::max(1.0, std::ceil((epochs - 1) / 10.0)));
+    setEpochAxis(x, epochs);
 }
 
 void CompareView::rebuildLearningRate()

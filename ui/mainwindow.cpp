@@ -863,11 +863,17 @@ void MainWindow::deleteSelectedRuns()
         QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
     if (answer != QMessageBox::Yes)
         return;
+    QStringList errors;
     for (const QString &dir : std::as_const(dirs)) {
-        if (!QDir(dir).removeRecursively())
-            showError(tr("Delete Runs"), tr("%1: could not be deleted completely").arg(dir));
+        try {
+            trainlab::deleteRun(dir.toStdString());
+        } catch (const std::exception &e) {
+            errors << QString::fromStdString(e.what());
+        }
     }
     refreshHistory();
+    if (!errors.isEmpty())
+        showError(tr("Delete Runs"), errors.join(QLatin1Char('\n')));
 }
 
 void MainWindow::deleteSelectedCheckpoints()

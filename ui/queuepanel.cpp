@@ -1,5 +1,7 @@
 #include "ui/queuepanel.h"
 
+#include "core/atomicfile.h"
+
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
@@ -129,12 +131,20 @@ void QueuePanel::setRunsDir(const QString &runsDir)
             m_queue = std::make_unique<Queue>(Queue::load(file.toStdString()));
         } catch (const std::exception &e) {
             // Set aside, never overwritten: the user may still want what it held.
-            const QString aside = file + QStringLiteral(".damaged-")
-                                  + QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-            QFile::rename(file, aside);
-            m_queue = std::make_unique<Queue>(file.toStdString());
-            setMessage(tr("%1 could not be read (%2); it was kept as %3 and the queue starts empty.")
-                           .arg(file, QString::fromStdString(e.what()), aside));
+            const std::string suffix = ".damaged-"
+                                       + QDateTime::currentDateTimeUtc().toString(QStringLiteral("yyyyMMdd-HHmmss")).toStdString();
+            try {
+                const QString aside = QString::fromStdString(moveAside(file.toStdString(), suffix));
+                m_queue = std::make_unique<Queue>(file.toStdString());
+                setMessage(tr("%1 could not be read (%2); it was kept as %3 and the queue starts empty.")
+                               .arg(file, QString::fromStdString(e.what()), aside));
+            } catch (const std::exception &aside) {
+                // Not set aside: the queue lives in memory only, so the damaged file is never overwritten.
+                m_queue = std::make_unique<Queue>(std::string());
+                setMessage(tr("%1 could not be read (%2) nor set aside (%3); the queue is not saved until the file is "
+                              "moved away.")
+                               .arg(file, QString::fromStdString(e.what()), QString::fromStdString(aside.what())));
+            }
         }
     } else {
         m_queue = std::make_unique<Queue>(file.toStdString());

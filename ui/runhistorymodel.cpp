@@ -27,9 +27,19 @@ void RunHistoryModel::refresh()
 {
     beginResetModel();
     m_rows.clear();
-    for (const RunSummary &s : listRuns(m_runsDir.toStdString())) {
+    std::vector<RunSummary> runs;
+    try {
+        runs = listRuns(m_runsDir.toStdString());
+    } catch (const std::exception &) {
+        // Not a folder: no runs to list; the storage line under the table says why.
+    }
+    for (const RunSummary &s : runs) {
         Row row;
         row.summary = s;
+        if (s.status == "unreadable") {
+            m_rows.append(row);   // listed with its problem (tooltip), never read through
+            continue;
+        }
         try {
             row.config = ExperimentConfig::load(s.dir + "/config.json");
             row.hasConfig = true;

@@ -13,7 +13,14 @@ RunsStorage::RunsStorage(QWidget *parent)
 
 void RunsStorage::refresh(const QString &runsDir)
 {
-    const RunsFolderUsage usage = runsFolderUsage(runsDir.toStdString());
+    RunsFolderUsage usage;
+    try {
+        usage = runsFolderUsage(runsDir.toStdString());
+    } catch (const std::exception &e) {
+        setText(QString::fromStdString(e.what()));
+        setToolTip(runsDir);
+        return;
+    }
     const QString runs = usage.runs == 1 ? tr("1 run") : tr("%1 runs").arg(usage.runs);
     setText(tr("Runs folder: %1, %2 (checkpoints %3)")
                 .arg(runs, QString::fromStdString(formatBytes(usage.totalBytes)),

@@ -1,0 +1,411 @@
+#include "core/atomicfile.h"
+#include "core/config.h"
+#include "core/download.h"
+#include "core/numtext.h"
+#include "core/paths.h"
+#include "core/queue.h"
+#include "core/runrecord.h"
+#include "core/runstorage.h"
+#include "core/trainer.h"
+#include "testutil.h"
+
+#include <QElapsedTimer>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <clocale>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void writeText(const std::string &path, const std::string &text)
+{
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string readText(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A run folder as the CLI leaves it: config.json, summary.json and metrics.csv with `rows` epochs.
+std::string makeRun(const std::string &runsDir, const std::string &name, int rows = 2)
+{
+    const std::string dir = runsDir + "/" + name;
+    fs::create_directories(dir);
+    trainlab::ExperimentConfig config;
+    config.name = name;
+    config.save(dir + "/config.json");
+    writeText(dir + "/summary.json", R"({"name": ")" + name + R"(", "status": "completed", "epochs_done": )"
+                                         + std::to_string(rows) + R"(, "start_time": "2026-12-01T00:00:00Z"})");
+    std::string metrics = std::string(trainlab::RunRecord::metricsHeader()) + "\n";
+    for (int e = 1; e <= rows; ++e)
+        metrics += std::to_string(e) + ",0.500000,0.800000,0.750000,1.000,100.0\n";
+    writeText(dir + "/metrics.csv", metrics);
+    return dir;
+}
+
+// Restores LC_ALL's numeric part when a row changed the locale.
+struct LocaleGuard
+{
+    ~LocaleGuard() { std::setlocale(LC_ALL, "C"); }
+};
+
+struct EnvGuard
+{
+    explicit EnvGuard(const char *name) : m_name(name)
+    {
+        if (const char *v = std::getenv(name))
+            m_value = v, m_set = true;
+    }
+    ~EnvGuard()
+    {
+        if (m_set)
+            ::setenv(m_name, m_value.c_str(), 1);
+        else
+            ::unsetenv(m_name);
+    }
+    const char *m_name;
+    std::string m_value;
+    bool m_set = false;
+};
+
+} // namespace
+
+// Issue 27: the files around a run as a hostile user or a crash may leave them.
+class tst_Hostile : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void recordFilesRefused_data();
+    void recordFilesRefused();
+    void metricsRowsRangeChecked_data();
+    void metricsRowsRangeChecked();
+    void localeNeverChangesFiles_data();
+    void localeNeverChangesFiles();
+    void deleteRunNeverLeavesFolder();
+    void deleteRunRefusedWhileHeld();
+    void vanishedFolderSaysSo();
+    void resumeKeepsEpochsWithoutCheckpoint();
+    void runsDirThatIsAFile();
+    void moveAsideNeverOverwrites();
+    void sweepFolderLocked();
+    void homeAndXdg();
+    void missingResourcesNamed();
+    void mirrorsChecked_data();
+    void mirrorsChecked();
+
+private:
+    QTemporaryDir m_tmp;
+    std::string m_runs;
+};
+
+void tst_Hostile::init()
+{
+    m_runs = m_tmp.path().toStdString() + "/runs-" + QTest::currentTestFunction() + "-"
+             + std::to_string(std::rand());
+    fs::create_directories(m_runs);
+}
+
+void tst_Hostile::recordFilesRefused_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("summary.json is a FIFO") << "summary.json" << "fifo" << "a FIFO, not a regular file";
+    QTest::newRow("summary.json links outside") << "summary.json" << "symlink" << "is a symbolic link";
+    QTest::newRow("summary.json is not JSON") << "summary.json" << "garbage" << "not valid JSON";
+    QTest::newRow("summary.json of 2 MB") << "summary.json" << "huge" << "more than the 1048576";
+    QTest::newRow("summary.json epochs wrap") << "summary.json" << "bigint" << "epochs_done: must be an integer from 0 to 100000";
+    QTest::newRow("summary.json pid overflows") << "summary.json" << "bigpid" << "pid: must be an integer";
+    QTest::newRow("summary.json accuracy 7") << "summary.json" << "badacc" << "best_test_acc: must be a number from 0 to 1";
+    QTest::newRow("run folder links outside") << "" << "dirlink" << "does not follow links out of the runs folder";
+}
+
+// Every record that cannot be read is listed with its problem, at once: no hang on a FIFO, no read of a
+// multi-MB file, no wrapped number shown, no link followed out of the runs folder.
+void tst_Hostile::recordFilesRefused()
+{
+    QFETCH(QString, file);
+    QFETCH(QString, kind);
+    QFETCH(QString, expected);
+    const std::string dir = makeRun(m_runs, "victim");
+    const std::string path = dir + "/" + file.toStdString();
+    const std::string outside = m_tmp.path().toStdString() + "/outside-" + kind.toStdString();
+    if (!file.isEmpty())
+        fs::remove(path);
+    if (kind == "fifo") {
+        QCOMPARE(::mkfifo(path.c_str(), 0600), 0);
+    } else if (kind == "symlink") {
+        writeText(outside, R"({"name": "outside", "status": "completed"})");
+        fs::create_symlink(outside, path);
+    } else if (kind == "garbage") {
+        writeText(path, "{\"name\": ");
+    } else if (kind == "huge") {
+        writeText(path, "{\"name\": \"" + std::string(2 << 20, 'x') + "\"}");
+    } else if (kind == "bigint") {
+        writeText(path, R"({"status": "completed", "epochs_done": 4294967296})");
+    } else if (kind == "bigpid") {
+        writeText(path, R"({"status": "completed", "pid": 9223372036854775808})");
+    } else if (kind == "badacc") {
+        writeText(path, R"({"status": "completed", "best_test_acc": 7})");
+    } else if (kind == "dirlink") {
+        fs::rename(dir, outside);
+        fs::create_symlink(outside, dir);
+    }
+    QElapsedTimer timer;
+    timer.start();
+    const auto runs = trainlab::listRuns(m_runs);
+    QVERIFY2(timer.elapsed() < 5000, "listing a hostile runs folder must not block");
+    QCOMPARE(runs.size(), std::size_t(1));
+    QCOMPARE(runs[0].status, std::string("unreadable"));
+    QVERIFY2(runs[0].error.find(expected.toStdString()) != std::string::npos, runs[0].error.c_str());
+    QVERIFY(!runs[0].canResume());
+    if (kind == "dirlink") {
+        QVERIFY(trainlab::runsFolderUsage(m_runs).runs == 0);
+        QVERIFY(fs::exists(outside + "/summary.json"));
+    }
+}
+
+void tst_Hostile::metricsRowsRangeChecked_data()
+{
+    QTest::addColumn<QString>("row");
+    QTest::addColumn<bool>("kept");
+    QTest::newRow("a row of ours") << "3,0.100000,0.900000,0.800000,1.500,200.0" << true;
+    QTest::newRow("epoch 2147483647") << "2147483647,0.1,0.9,0.8,1.5,200" << false;
+    QTest::newRow("epoch 100001") << "100001,0.1,0.9,0.8,1.5,200" << false;
+    QTest::newRow("decimal commas") << "3,0,100000,0,900000,0,800000,1,500,200,0" << false;
+    QTest::newRow("accuracy above 1") << "3,0.1,1.5,0.8,1.5,200" << false;
+    QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200" << false;
+    QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,7" << false;
+    QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200" << false;
+}
+
+void tst_Hostile::metricsRowsRangeChecked()
+{
+    QFETCH(QString, row);
+    QFETCH(bool, kept);
+    const std::string text = std::string(trainlab::RunRecord::metricsHeader()) + "\n1,0.5,0.5,0.5,1.0,10.0\n"
+                             + "2,0.5,0.5,0.5,1.0,10.0\n" + row.toStdString() + "\n";
+    const auto rows = trainlab::parseMetrics(text, "metrics.csv");
+    QCOMPARE(rows.size(), std::size_t(kept ? 3 : 2));
+    if (kept) {
+        QCOMPARE(rows[2].epoch, 3);
+        QCOMPARE(rows[2].testAcc, 0.8);
+    }
+}
+
+void tst_Hostile::localeNeverChangesFiles_data()
+{
+    QTest::addColumn<QString>("locale");
+    QTest::newRow("de_DE") << "de_DE.UTF-8";
+    QTest::newRow("fr_FR") << "fr_FR.UTF-8";
+}
+
+// A Qt program runs under the user's LC_NUMERIC: what core writes and reads must not change with it.
+void tst_Hostile::localeNeverChangesFiles()
+{
+    QFETCH(QString, locale);
+    LocaleGuard restore;
+    if (!std::setlocale(LC_ALL, locale.toUtf8().constData())) {
+        if (qEnvironmentVariableIsSet("TRAINLAB_LOCALES_REQUIRED"))
+            QFAIL(qPrintable(locale + " is not installed; .ci/run generates it"));
+        QSKIP(qPrintable(locale + " is not installed here"));
+    }
+    char probe[16];
+    std::snprintf(probe, sizeof probe, "%.1f", 0.5);
+    QCOMPARE(QByteArray(probe), QByteArray("0,5"));   // the locale does change printf
+    trainlab::ExperimentConfig config;
+    config.name = "locale";
+    trainlab::RunRecord record(m_runs, config, {"cpu"});
+    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5}, {});
+    const std::string metrics = readText(record.dir() + "/metrics.csv");
+    QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5\n");
+    // Rows the CLI wrote under the C locale read back whole under this one.
+    const auto rows = trainlab::readMetrics(record.dir());
+    QCOMPARE(rows.size(), std::size_t(1));
+    QCOMPARE(rows[0].trainLoss, 2.527563);
+    QCOMPARE(rows[0].seconds, 12.25);
+    const auto summary = trainlab::readRunSummary(record.dir());
+    QCOMPARE(summary.bestTestAcc, 0.5);
+    QVERIFY(readText(record.dir() + "/summary.json").find("0.5") != std::string::npos);
+    QCOMPARE(trainlab::formatFixed(0.5, 3), std::string("0.500"));
+    QCOMPARE(trainlab::formatGeneral(0.001), std::string("0.001"));
+}
+
+void tst_Hostile::deleteRunNeverLeavesFolder()
+{
+    // A run folder that is a link: only the link goes.
+    const std::string outside = m_tmp.path().toStdString() + "/precious-" + std::to_string(std::rand());
+    const std::string real = makeRun(m_runs, "real");
+    fs::rename(real, outside);
+    fs::create_symlink(outside, m_runs + "/linked");
+    trainlab::deleteRun(m_runs + "/linked");
+    QVERIFY(!fs::exists(fs::symlink_status(m_runs + "/linked")));
+    QVERIFY(fs::exists(outside + "/metrics.csv"));
+    QVERIFY(fs::exists(outside + "/config.json"));
+    // Links inside a run folder are removed as links, never followed.
+    const std::string dir = makeRun(m_runs, "inner");
+    const std::string keep = m_tmp.path().toStdString() + "/keep-" + std::to_string(std::rand());
+    fs::create_directories(keep);
+    writeText(keep + "/data.bin", "keep me");
+    fs::create_symlink(keep, dir + "/linked-folder");
+    fs::create_symlink(keep + "/data.bin", dir + "/checkpoint.pt");
+    fs::create_directories(dir + "/tb/sub");
+    writeText(dir + "/tb/sub/events", "x");
+    trainlab::deleteRun(dir);
+    QVERIFY(!fs::exists(dir));
+    QCOMPARE(readText(keep + "/data.bin"), std::string("keep me"));
+}
+
+void tst_Hostile::deleteRunRefusedWhileHeld()
+{
+    trainlab::ExperimentConfig config;
+    config.name = "held";
+    trainlab::RunRecord record(m_runs, config, {"cpu"});
+    try {
+        trainlab::deleteRun(record.dir());
+        QFAIL("deleteRun removed a run that a process holds");
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(std::string(e.what()).find("in use by a running or resuming process") != std::string::npos, e.what());
+    }
+    QVERIFY(fs::exists(record.dir() + "/summary.json"));
+    QVERIFY(fs::exists(record.dir() + "/metrics.csv"));
+}
+
+// A folder removed under a run by another tool: the run says so rather than claiming a kept checkpoint.
+void tst_Hostile::vanishedFolderSaysSo()
+{
+    trainlab::ExperimentConfig config;
+    config.name = "vanish";
+    trainlab::RunRecord record(m_runs, config, {"cpu"});
+    record.commitEpoch({1, 0.5, 0.5, 0.5, 1.0, 10.0}, "checkpoint bytes");
+    QVERIFY(!record.folderGone());
+    fs::remove_all(record.dir());
+    QVERIFY(record.folderGone());
+    try {
+        record.commitEpoch({2, 0.5, 0.5, 0.6, 1.0, 10.0}, "checkpoint bytes");
+        QFAIL("an epoch was committed into a deleted folder");
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(std::string(e.what()).find("deleted or moved while the run was training") != std::string::npos, e.what());
+        QVERIFY(std::string(e.what()).find("is kept") == std::string::npos);
+    }
+}
+
+void tst_Hostile::resumeKeepsEpochsWithoutCheckpoint()
+{
+    const std::string dir = makeRun(m_runs, "nocheckpoint", 3);
+    // summary.json says no epoch (as after a crash between the two writes); metrics.csv holds three.
+    writeText(dir + "/summary.json", R"({"name": "nocheckpoint", "status": "stopped", "epochs_done": 0})");
+    const std::string before = readText(dir + "/metrics.csv");
+    RecordingObserver observer;
+    trainlab::StopFlag stop{false};
+    const trainlab::RunResult r = trainlab::resumeRun(dir, observer, stop, {}, 0);
+    QCOMPARE(r.status, trainlab::RunStatus::Failed);
+    QVERIFY2(r.error.find("3 epochs recorded cannot be resumed and are kept") != std::string::npos, r.error.c_str());
+    QCOMPARE(readText(dir + "/metrics.csv"), before);
+}
+
+void tst_Hostile::runsDirThatIsAFile()
+{
+    const std::string file = m_runs + "/plain-file";
+    writeText(file, "x");
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, trainlab::listRuns(file));
+    QVERIFY(trainlab::listRuns(m_runs + "/absent").empty());
+}
+
+void tst_Hostile::moveAsideNeverOverwrites()
+{
+    const std::string file = m_runs + "/queue.json";
+    writeText(file, "damaged");
+    writeText(file + ".damaged", "an earlier damaged queue");
+    const std::string aside = trainlab::moveAside(file, ".damaged");
+    QCOMPARE(aside, file + ".damaged-2");
+    QCOMPARE(readText(aside), std::string("damaged"));
+    QCOMPARE(readText(file + ".damaged"), std::string("an earlier damaged queue"));
+    QVERIFY(!fs::exists(file));
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, trainlab::moveAside(file, ".damaged"));
+}
+
+// Two `sweep --resume` of one sweep: the second is refused while the first holds the folder.
+void tst_Hostile::sweepFolderLocked()
+{
+    const std::string sweep = m_runs + "/sweeps/s1";
+    fs::create_directories(sweep);
+    {
+        trainlab::FolderLock first(sweep);
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, trainlab::FolderLock second(sweep));
+        QProcess cli;
+        cli.start(QStringLiteral(TRAINLAB_CLI), {QStringLiteral("sweep"), QStringLiteral("--resume"),
+                                                 QString::fromStdString(sweep)});
+        QVERIFY(cli.waitForFinished(30000));
+        QVERIFY(cli.exitCode() != 0);
+        const QString err = QString::fromUtf8(cli.readAllStandardError());
+        QVERIFY2(err.contains(QStringLiteral("in use by another TrainLab process")), qPrintable(err));
+    }
+    trainlab::FolderLock again(sweep);
+}
+
+void tst_Hostile::homeAndXdg()
+{
+    EnvGuard home("HOME"), xdg("XDG_DATA_HOME"), runs("TRAINLAB_RUNS_DIR");
+    ::unsetenv("TRAINLAB_RUNS_DIR");
+    ::unsetenv("HOME");
+    ::setenv("XDG_DATA_HOME", "relative/data", 1);
+    const passwd *account = ::getpwuid(::getuid());
+    QVERIFY(account && account->pw_dir);
+    QCOMPARE(trainlab::defaultRunsDir(), std::string(account->pw_dir) + "/.local/share/TrainLab/runs");
+    QVERIFY(trainlab::defaultRunsDir().rfind("/tmp", 0) != 0);
+    ::setenv("XDG_DATA_HOME", "/srv/data", 1);
+    QCOMPARE(trainlab::defaultRunsDir(), std::string("/srv/data/TrainLab/runs"));
+}
+
+void tst_Hostile::missingResourcesNamed()
+{
+    EnvGuard resources("TRAINLAB_RESOURCES");
+    ::setenv("TRAINLAB_RESOURCES", "/nowhere/trainlab", 1);
+    const std::string problem = trainlab::resourcesProblem();
+    QVERIFY2(problem.find("TRAINLAB_RESOURCES=/nowhere/trainlab") != std::string::npos, problem.c_str());
+    ::unsetenv("TRAINLAB_RESOURCES");
+    QCOMPARE(trainlab::resourcesProblem(), std::string());
+}
+
+void tst_Hostile::mirrorsChecked_data()
+{
+    QTest::addColumn<QString>("url");
+    QTest::addColumn<bool>("allowed");
+    QTest::addColumn<QString>("shown");
+    QTest::newRow("https") << "https://example.org/fm/" << true << "https://example.org/fm/";
+    QTest::newRow("HTTP upper case") << "HTTP://example.org/" << true << "HTTP://example.org/";
+    QTest::newRow("credentials") << "https://user:secret@example.org/a@b" << true << "https://***@example.org/a@b";
+    QTest::newRow("file") << "file:///etc/" << false << "file:///etc/";
+    QTest::newRow("gopher") << "gopher://example.org/" << false << "gopher://example.org/";
+    QTest::newRow("dict") << "dict://u:p@example.org/" << false << "dict://***@example.org/";
+    QTest::newRow("no scheme") << "example.org/fm" << false << "example.org/fm";
+}
+
+void tst_Hostile::mirrorsChecked()
+{
+    QFETCH(QString, url);
+    QFETCH(bool, allowed);
+    QFETCH(QString, shown);
+    QCOMPARE(trainlab::mirrorProblem(url.toStdString()).empty(), allowed);
+    QCOMPARE(QString::fromStdString(trainlab::redactUrl(url.toStdString())), shown);
+}
+
+QTEST_GUILESS_MAIN(tst_Hostile)
+#include "tst_hostile.moc"
