@@ -146,9 +146,12 @@ int main(int argc, char **argv)
                          qPrintable(loaded ? window.form()->problems().join(QStringLiteral("; ")) : window.lastError()));
             return 1;
         }
-        QTimer::singleShot(200, &window, [&window] {
+        QTimer::singleShot(options.screenshot.isEmpty() ? 200 : 800, &window, [&window, &options] {
             std::printf("trainlab %s: window opened with \"%s\", ready to start\n", TRAINLAB_VERSION,
                         window.form()->config().name.c_str());
+            // --smoke-test --screenshot FILE: the window as it first opens, before any run.
+            if (!options.screenshot.isEmpty() && !window.grab().save(options.screenshot))
+                std::fprintf(stderr, "trainlab: cannot write %s\n", qPrintable(options.screenshot));
             window.close();
         });
         return QApplication::exec();

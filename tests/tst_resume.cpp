@@ -374,7 +374,7 @@ void tst_Resume::deleteCheckpoints()
     RecordingObserver more;
     const auto continued = trainlab::resumeRun(r.runDir, more, never, {}, 2);
     QCOMPARE(toString(continued.status), "failed");
-    QVERIFY2(continued.error.find("checkpoint.pt: missing, so the 1 epochs done cannot be resumed (its checkpoints were deleted)")
+    QVERIFY2(continued.error.find("checkpoint.pt: missing, so the 1 epochs recorded cannot be resumed and are kept (its checkpoints were deleted)")
                  != std::string::npos, continued.error.c_str());
 }
 

@@ -98,6 +98,7 @@ void AccuracyChart::beginRun(const QString &name, int epochs)
 {
     m_flushTimer.stop();
     m_pending.clear();
+    m_pendingLoss.clear();
     m_testAcc->clear();
     m_trainAcc->clear();
     m_loss->clear();
@@ -112,21 +113,39 @@ void AccuracyChart::beginRun(const QString &name, int epochs)
 void AccuracyChart::addEpoch(const EpochMetrics &metrics)
 {
     m_pending.append(metrics);
+    m_pendingLoss.append(QPointF(metrics.epoch, metrics.trainLoss));
     if (!m_flushTimer.isActive())
         m_flushTimer.start();
+}
+
+void AccuracyChart::addBatch(const BatchProgress &p)
+{
+    if (p.batches <= 0 || !std::isfinite(p.loss))
+        return;
+    m_pendingLoss.append(QPointF(p.epoch - 1 + static_cast<double>(p.batch) / static_cast<double>(p.batches), p.loss));
+    if (!m_flushTimer.isActive())
+        m_flushTimer.start();
+}
+
+int AccuracyChart::lossPointCount() const
+{
+    return m_loss->count();
 }
 
 void AccuracyChart::flush()
 {
     m_flushTimer.stop();
-    if (m_pending.isEmpty())
+    if (m_pending.isEmpty() && m_pendingLoss.isEmpty())
         return;
+    for (const QPointF &point : std::as_const(m_pendingLoss)) {
+        m_loss->append(point);
+        if (std::isfinite(point.y()))
+            m_maxLoss = std::max(m_maxLoss, point.y());
+    }
+    m_pendingLoss.clear();
     for (const EpochMetrics &m : std::as_const(m_pending)) {
         m_testAcc->append(m.epoch, m.testAcc);
         m_trainAcc->append(m.epoch, m.trainAcc);
-        m_loss->append(m.epoch, m.trainLoss);
-        if (std::isfinite(m.trainLoss))
-            m_maxLoss = std::max(m_maxLoss, m.trainLoss);
         if (m_best.isNull() || m.testAcc > m_best.y())
             m_best = QPointF(m.epoch, m.testAcc);
         m_epochs = std::max(m_epochs, m.epoch);
@@ -144,7 +163,8 @@ void AccuracyChart::updateRanges()
         if (s->count() > 0)
             epochs = std::max(epochs, static_cast<int>(s->at(s->count() - 1).x()));
     }
-    setEpochAxis(m_axisX, std::max(2, epochs));
+    // From 0 while the live run draws its first epoch's losses; from 1 for runs shown by their epochs alone.
+    setEpochAxis(m_axisX, std::max(2, epochs), m_loss->count() > 0 && m_loss->at(0).x() < 1.0 ? 0 : 1);
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
 }
 
@@ -206,12 +226,12 @@ bool AccuracyChart::saveSvg(const QString &path, QString *error)
     return saveChartSvg(this, path, tr("TrainLab accuracy chart"), error);
 }
 
-void setEpochAxis(QValueAxis *axis, int last)
+void setEpochAxis(QValueAxis *axis, int last, int first)
 {
     axis->setTickType(QValueAxis::TicksFixed);
-    axis->setTickAnchor(1);
-    axis->setTickInterval(std::max(1.0, std::ceil((std::max(2, last) - 1) / 10.0)));
-    axis->setRange(1, std::max(2, last));
+    axis->setTickAnchor(first);
+    axis->setTickInterval(std::max(1.0, std::ceil((std::max(first + 1, last) - first) / 10.0)));
+    axis->setRange(first, std::max(first + 1, last));
     axis->setTickType(QValueAxis::TicksDynamic);
 }
 

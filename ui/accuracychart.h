@@ -32,6 +32,10 @@ public:
     void beginRun(const QString &name, int epochs);
     // Queued and drawn together by a single-shot timer, so a burst of epochs costs one redraw.
     void addEpoch(const EpochMetrics &metrics);
+    // The running train loss within an epoch, at epoch - 1 + batch / batches as d2l's Animator draws it,
+    // so a long epoch is not a still picture.
+    void addBatch(const BatchProgress &progress);
+    int lossPointCount() const;
     // Draws what is queued now (a run has ended: its last epoch must not wait for the timer).
     void flush();
     void setOverlays(const QVector<Overlay> &overlays);
@@ -62,6 +66,7 @@ private:
     QScatterSeries *m_bestMarker;
     QList<QLineSeries *> m_overlays;
     QList<EpochMetrics> m_pending;
+    QList<QPointF> m_pendingLoss;   // batch and epoch losses in the order they came: x rises
     QTimer m_flushTimer;
     QPointF m_best;
     int m_epochs = 1;
@@ -70,6 +75,6 @@ private:
 
 // An epoch axis from 1 to last with about ten ticks on whole epochs. Qt Charts makes one tick item per
 // interval of the range, so the interval is set while fixed ticks are on: never one item per epoch.
-void setEpochAxis(QValueAxis *axis, int last);
+void setEpochAxis(QValueAxis *axis, int last, int first = 1);
 
 } // namespace trainlab

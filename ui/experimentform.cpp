@@ -8,6 +8,7 @@
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QToolButton>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -155,8 +156,21 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     form->addRow(tr("&Epochs:"), m_epochs);
     form->addRow(tr("&Seed:"), m_seed);
 
-    auto *advanced = new QGroupBox(tr("Advanced"));
+    // Collapsed until asked for (or until one of its fields has a problem): the common knobs come first.
+    m_advancedToggle = new QToolButton;
+    m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
+    m_advancedToggle->setText(tr("Advanced: momentum, weight decay, precision, threads, image limits"));
+    m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_advancedToggle->setArrowType(Qt::RightArrow);
+    m_advancedToggle->setCheckable(true);
+    m_advancedToggle->setAutoRaise(true);
+    auto *advanced = new QGroupBox;
     advanced->setObjectName(QStringLiteral("advanced"));
+    advanced->setVisible(false);
+    connect(m_advancedToggle, &QToolButton::toggled, this, [this, advanced](bool open) {
+        advanced->setVisible(open);
+        m_advancedToggle->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+    });
     auto *advancedForm = new QFormLayout(advanced);
     advancedForm->addRow(tr("&Momentum:"), m_momentum);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
@@ -167,6 +181,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(form);
+    layout->addWidget(m_advancedToggle);
     layout->addWidget(advanced);
     layout->addWidget(m_problemsLabel);
     layout->addStretch(1);
@@ -420,6 +435,13 @@ void ExperimentForm::showProblems()
         field->setProperty("invalid", !mine.isEmpty());
         field->setStyleSheet(mine.isEmpty() ? QString() : QStringLiteral("border: 1px solid #c62828;"));
         field->setToolTip(mine.join(QLatin1Char('\n')));
+    }
+    for (const QString &p : std::as_const(m_problemsList)) {
+        const QString key = p.section(QLatin1Char(':'), 0, 0);
+        for (const char *field : {"momentum", "weight_decay", "precision", "cpu_threads", "dataset.train_limit", "dataset.test_limit"}) {
+            if (key == QLatin1String(field) && m_advancedToggle)
+                m_advancedToggle->setChecked(true);
+        }
     }
     m_problemsLabel->setText(m_problemsList.join(QLatin1Char('\n')));
     m_problemsLabel->setVisible(!m_problemsList.isEmpty());

@@ -9,6 +9,7 @@
 
 class QComboBox;
 class QLabel;
+class QToolButton;
 class QLineEdit;
 class QListWidget;
 class QProgressBar;
@@ -88,6 +89,7 @@ private:
     QSpinBox *m_trainLimit;
     QSpinBox *m_testLimit;
     QLabel *m_problemsLabel;
+    QToolButton *m_advancedToggle = nullptr;
 };
 
 } // namespace trainlab

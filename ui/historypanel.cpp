@@ -1,0 +1,276 @@
+#include "ui/historypanel.h"
+
+#include "core/runstorage.h"
+#include "ui/accuracychart.h"
+#include "ui/experimentfile.h"
+#include "ui/runhistorymodel.h"
+#include "ui/runsstorage.h"
+
+#include <QAction>
+#include <QDesktopServices>
+#include <QDir>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QItemSelectionModel>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QTableView>
+#include <QUrl>
+#include <QVBoxLayout>
+
+namespace trainlab {
+
+HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
+    : QWidget(parent)
+    , m_chart(chart)
+    , m_model(new RunHistoryModel(this))
+    , m_table(new QTableView)
+    , m_storage(new RunsStorage)
+{
+    m_table->setObjectName(QStringLiteral("history"));
+    m_table->setModel(m_model);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    m_table->setAlternatingRowColors(true);
+    m_table->verticalHeader()->hide();
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
+    connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &HistoryPanel::onSelection);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::onSelection);
+    connect(m_model, &QAbstractItemModel::modelReset, m_table, &QTableView::resizeColumnsToContents);
+    connect(m_table, &QTableView::doubleClicked, this, &HistoryPanel::useSelectedConfig);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_table, 1);
+    layout->addWidget(m_storage);
+}
+
+void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
+{
+    m_useConfig = history->addAction(tr("&Use This Run's Configuration"), this, &HistoryPanel::useSelectedConfig);
+    m_openFolder = history->addAction(tr("&Open Run Folder"), this, &HistoryPanel::openSelectedFolder);
+    m_delete = history->addAction(tr("&Delete Run…"), this, &HistoryPanel::deleteSelectedRuns);
+    m_delete->setObjectName(QStringLiteral("deleteRunAction"));
+    m_delete->setShortcut(QKeySequence::Delete);
+    m_delete->setShortcutContext(Qt::WidgetShortcut);
+    m_deleteCheckpoints = history->addAction(tr("Delete &Checkpoints…"), this, &HistoryPanel::deleteSelectedCheckpoints);
+    m_deleteCheckpoints->setObjectName(QStringLiteral("deleteCheckpointsAction"));
+    history->addSeparator();
+    m_exportCsv = history->addAction(tr("Export &Metrics of Selected Runs…"), this, &HistoryPanel::exportCsvDialog);
+    m_refresh = history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &HistoryPanel::refresh);
+    m_table->addActions(leading);
+    m_table->addActions({m_useConfig, m_openFolder, m_delete, m_deleteCheckpoints, m_exportCsv});
+    updateActions();
+}
+
+void HistoryPanel::setRunsDir(const QString &dir)
+{
+    m_runsDir = dir;
+    m_model->setRunsDir(dir);
+    m_storage->refresh(dir);
+}
+
+void HistoryPanel::setActiveRunDir(const QString &dir)
+{
+    m_activeRunDir = dir;
+    m_model->setActiveRunDir(dir);
+}
+
+void HistoryPanel::refresh()
+{
+    // A reset clears the selection; the runs being compared stay selected and overlaid.
+    QStringList selected;
+    for (int row : selectedRows())
+        selected << QString::fromStdString(m_model->summary(row).dir);
+    m_model->refresh();
+    m_storage->refresh(m_runsDir);
+    QItemSelection selection;
+    for (const QString &dir : std::as_const(selected)) {
+        const int row = m_model->rowOfDir(dir);
+        if (row >= 0)
+            selection.select(m_model->index(row, 0), m_model->index(row, RunHistoryModel::ColumnCount - 1));
+    }
+    if (!selection.isEmpty())
+        m_table->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+}
+
+void HistoryPanel::updateActions()
+{
+    if (!m_useConfig)
+        return;
+    const QList<int> rows = selectedRows();
+    m_useConfig->setEnabled(rows.size() == 1);
+    m_openFolder->setEnabled(rows.size() == 1);
+    bool activeSelected = false;
+    for (int row : rows)
+        activeSelected |= QString::fromStdString(m_model->summary(row).dir) == m_activeRunDir;
+    m_delete->setEnabled(!rows.isEmpty() && !activeSelected);
+    m_deleteCheckpoints->setEnabled(!rows.isEmpty() && !activeSelected);
+    m_exportCsv->setEnabled(!rows.isEmpty());
+}
+
+QList<int> HistoryPanel::selectedRows() const
+{
+    QList<int> rows;
+    if (!m_table->selectionModel())
+        return rows;
+    for (const QModelIndex &index : m_table->selectionModel()->selectedRows())
+        rows << index.row();
+    std::sort(rows.begin(), rows.end());
+    return rows;
+}
+
+QVector<RunSummary> HistoryPanel::selectedRuns() const
+{
+    QVector<RunSummary> runs;
+    for (int row : selectedRows())
+        runs.append(m_model->summary(row));
+    return runs;
+}
+
+void HistoryPanel::onSelection()
+{
+    QVector<AccuracyChart::Overlay> overlays;
+    for (int row : selectedRows()) {
+        const RunSummary &s = m_model->summary(row);
+        AccuracyChart::Overlay overlay;
+        overlay.name = QStringLiteral("%1 (%2)").arg(QString::fromStdString(s.name),
+                                                     m_model->data(m_model->index(row, RunHistoryModel::Date)).toString());
+        try {
+            for (const EpochMetrics &m : readMetrics(s.dir))
+                overlay.testAcc.append(QPointF(m.epoch, m.testAcc));
+        } catch (const std::exception &e) {
+            Q_EMIT status(QString::fromStdString(e.what()), 8000);
+        }
+        overlays.append(overlay);
+    }
+    m_chart->setOverlays(overlays);
+    updateActions();
+    Q_EMIT selectionChanged();
+}
+
+void HistoryPanel::useSelectedConfig()
+{
+    const QList<int> rows = selectedRows();
+    if (rows.size() != 1)
+        return;
+    ExperimentConfig config;
+    if (!m_model->config(rows.first(), &config)) {
+        Q_EMIT error(tr("Use Configuration"), tr("%1/config.json is missing or unreadable")
+                                                  .arg(QString::fromStdString(m_model->summary(rows.first()).dir)));
+        return;
+    }
+    Q_EMIT useConfigRequested(config);
+}
+
+void HistoryPanel::openSelectedFolder()
+{
+    const QList<int> rows = selectedRows();
+    if (rows.size() == 1)
+        QDesktopServices::openUrl(QUrl::fromLocalFile(QString::fromStdString(m_model->summary(rows.first()).dir)));
+}
+
+// The selected runs' folders; none while the run in progress is among them.
+QStringList HistoryPanel::deletableSelectedDirs() const
+{
+    QStringList dirs;
+    for (int row : selectedRows())
+        dirs << QString::fromStdString(m_model->summary(row).dir);
+    return dirs.contains(m_activeRunDir) ? QStringList() : dirs;
+}
+
+void HistoryPanel::deleteSelectedRuns()
+{
+    const QStringList dirs = deletableSelectedDirs();
+    if (dirs.isEmpty())
+        return;
+    const auto answer = QMessageBox::question(
+        window(), tr("Delete Runs"),
+        tr("Delete %n run(s) and everything in their folders (config, metrics, checkpoint)?\n\n%1", nullptr,
+           dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes)
+        return;
+    QStringList errors;
+    for (const QString &dir : std::as_const(dirs)) {
+        try {
+            deleteRun(dir.toStdString());
+        } catch (const std::exception &e) {
+            errors << QString::fromStdString(e.what());
+        }
+    }
+    refresh();
+    if (!errors.isEmpty())
+        Q_EMIT error(tr("Delete Runs"), errors.join(QLatin1Char('\n')));
+}
+
+void HistoryPanel::deleteSelectedCheckpoints()
+{
+    const QStringList dirs = deletableSelectedDirs();
+    if (dirs.isEmpty())
+        return;
+    const auto answer = QMessageBox::question(
+        window(), tr("Delete Checkpoints"),
+        tr("Delete the checkpoints of %n run(s)? Their configuration, metrics and summary stay, but they can no "
+           "longer be resumed or continued.\n\n%1", nullptr, dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
+    if (answer != QMessageBox::Yes)
+        return;
+    std::uint64_t freed = 0;
+    QStringList errors;
+    for (const QString &dir : std::as_const(dirs)) {
+        try {
+            freed += deleteCheckpoints(dir.toStdString());
+        } catch (const std::exception &e) {
+            errors << QString::fromStdString(e.what());
+        }
+    }
+    refresh();
+    Q_EMIT status(tr("%1 freed").arg(QString::fromStdString(formatBytes(freed))), 5000);
+    if (!errors.isEmpty())
+        Q_EMIT error(tr("Delete Checkpoints"), errors.join(QLatin1Char('\n')));
+}
+
+bool HistoryPanel::exportMetricsCsv(const QString &path)
+{
+    const QList<int> rows = selectedRows();
+    QByteArray csv = QByteArray("run,name,") + RunRecord::metricsHeader() + '\n';
+    for (int row : rows) {
+        const RunSummary &s = m_model->summary(row);
+        const QByteArray run = QFileInfo(QString::fromStdString(s.dir)).fileName().toUtf8();
+        QByteArray name = QByteArray::fromStdString(s.name);
+        name.replace('"', "\"\"");
+        try {
+            for (const EpochMetrics &m : readMetrics(s.dir)) {
+                csv += run + ",\"" + name + "\"," + QByteArray::number(m.epoch) + ','
+                       + QByteArray::number(m.trainLoss, 'g', 8) + ',' + QByteArray::number(m.trainAcc, 'g', 8) + ','
+                       + QByteArray::number(m.testAcc, 'g', 8) + ',' + QByteArray::number(m.seconds, 'g', 8) + ','
+                       + QByteArray::number(m.imagesPerSecond, 'g', 8) + '\n';
+            }
+        } catch (const std::exception &e) {
+            Q_EMIT error(tr("Export Metrics"), QString::fromStdString(e.what()));
+            return false;
+        }
+    }
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly) || file.write(csv) != csv.size() || !file.commit()) {
+        Q_EMIT error(tr("Export Metrics"), tr("%1: cannot write: %2").arg(path, file.errorString()));
+        return false;
+    }
+    Q_EMIT status(tr("Metrics of %n run(s) saved to %1", nullptr, rows.size()).arg(path), 5000);
+    return true;
+}
+
+void HistoryPanel::exportCsvDialog()
+{
+    if (selectedRows().isEmpty())
+        return;
+    const QString path = ExperimentFile::askSavePath(window(), tr("Export Metrics"),
+                                                     QDir::homePath() + QStringLiteral("/metrics.csv"),
+                                                     tr("CSV files (*.csv)"));
+    if (!path.isEmpty())
+        exportMetricsCsv(path);
+}
+
+} // namespace trainlab

@@ -1,0 +1,76 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/runrecord.h"
+
+#include <QList>
+#include <QVector>
+#include <QWidget>
+
+class QAction;
+class QMenu;
+class QTableView;
+
+namespace trainlab {
+
+class AccuracyChart;
+class RunHistoryModel;
+class RunsStorage;
+
+// The run history: the table of the runs folder, the storage line under it, the selected runs overlaid on the
+// chart, and the History menu's actions (use configuration, open folder, delete, delete checkpoints, export).
+class HistoryPanel : public QWidget
+{
+    Q_OBJECT
+
+public:
+    explicit HistoryPanel(AccuracyChart *chart, QWidget *parent = nullptr);
+
+    // The History menu and the table's context menu; `leading` (resume, continue) come first in the latter.
+    void addActions(QMenu *history, const QList<QAction *> &leading);
+    QAction *exportCsvAction() const { return m_exportCsv; }
+
+    void setRunsDir(const QString &dir);
+    QString runsDir() const { return m_runsDir; }
+    // The run in progress: it cannot be deleted, and the model shows it as running here.
+    void setActiveRunDir(const QString &dir);
+    // Re-reads the runs folder; the selected runs stay selected and overlaid.
+    void refresh();
+    void updateActions();
+
+    QTableView *table() const { return m_table; }
+    RunHistoryModel *model() const { return m_model; }
+    QList<int> selectedRows() const;
+    QVector<RunSummary> selectedRuns() const;
+    bool exportMetricsCsv(const QString &path);
+
+Q_SIGNALS:
+    void selectionChanged();
+    void useConfigRequested(const trainlab::ExperimentConfig &config);
+    void error(const QString &title, const QString &text);
+    void status(const QString &text, int timeoutMs);
+
+private:
+    void onSelection();
+    void useSelectedConfig();
+    void openSelectedFolder();
+    QStringList deletableSelectedDirs() const;
+    void deleteSelectedRuns();
+    void deleteSelectedCheckpoints();
+    void exportCsvDialog();
+
+    AccuracyChart *m_chart;
+    RunHistoryModel *m_model;
+    QTableView *m_table;
+    RunsStorage *m_storage;
+    QString m_runsDir;
+    QString m_activeRunDir;
+    QAction *m_useConfig = nullptr;
+    QAction *m_openFolder = nullptr;
+    QAction *m_delete = nullptr;
+    QAction *m_deleteCheckpoints = nullptr;
+    QAction *m_exportCsv = nullptr;
+    QAction *m_refresh = nullptr;
+};
+
+} // namespace trainlab
