@@ -33,6 +33,7 @@ class tst_AccuracyChart : public QObject
 private Q_SLOTS:
     void epochsArriveBatched();
     void beginRunClears();
+    void lossDrawnWithinEpoch();
     void epochAxisBoundedInTicks_data();
     void epochAxisBoundedInTicks();
     void overlaysAreNamedSeries();
@@ -73,6 +74,31 @@ void tst_AccuracyChart::beginRunClears()
     QTest::qWait(100);
     QCOMPARE(chart.livePointCount(), 0);
     QVERIFY(chart.bestPoint().isNull());
+}
+
+// d2l's Animator adds the train loss several times an epoch: a long epoch is not a still picture (issue 21).
+void tst_AccuracyChart::lossDrawnWithinEpoch()
+{
+    AccuracyChart chart;
+    chart.beginRun(QStringLiteral("slow"), 2);
+    for (int b = 1; b <= 4; ++b) {
+        trainlab::BatchProgress p;
+        p.epoch = 1;
+        p.epochs = 2;
+        p.batch = b * 25;
+        p.batches = 100;
+        p.loss = 2.0 - 0.1 * b;
+        chart.addBatch(p);
+    }
+    QTRY_COMPARE(chart.lossPointCount(), 4);
+    QCOMPARE(chart.livePointCount(), 0);
+    auto *x = qobject_cast<QValueAxis *>(chart.chart()->axes(Qt::Horizontal).first());
+    QCOMPARE(x->min(), 0.0);   // the first epoch's points lie between 0 and 1
+    chart.addEpoch(epoch(1, 0.5));
+    QTRY_COMPARE(chart.livePointCount(), 1);
+    QCOMPARE(chart.lossPointCount(), 5);
+    chart.beginRun(QStringLiteral("next"), 2);
+    QCOMPARE(chart.lossPointCount(), 0);
 }
 
 void tst_AccuracyChart::epochAxisBoundedInTicks_data()

@@ -2,12 +2,16 @@
 
 #include "ui/chartexport.h"
 
+#include <QCheckBox>
 #include <QCursor>
+#include <QHBoxLayout>
+#include <QLabel>
 #include <QLineSeries>
 #include <QPainter>
 #include <QScatterSeries>
 #include <QToolTip>
 #include <QValueAxis>
+#include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
@@ -233,6 +237,30 @@ void setEpochAxis(QValueAxis *axis, int last, int first)
     axis->setTickInterval(std::max(1.0, std::ceil((std::max(first + 1, last) - first) / 10.0)));
     axis->setRange(first, std::max(first + 1, last));
     axis->setTickType(QValueAxis::TicksDynamic);
+}
+
+QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
+{
+    auto *showTrainAcc = new QCheckBox(tr("train acc"));
+    showTrainAcc->setObjectName(QStringLiteral("showTrainAcc"));
+    showTrainAcc->setChecked(true);
+    auto *showLoss = new QCheckBox(tr("train loss"));
+    showLoss->setObjectName(QStringLiteral("showLoss"));
+    showLoss->setChecked(true);
+    connect(showTrainAcc, &QCheckBox::toggled, chart, &AccuracyChart::setTrainAccVisible);
+    connect(showLoss, &QCheckBox::toggled, chart, &AccuracyChart::setLossVisible);
+    auto *options = new QHBoxLayout;
+    options->addWidget(new QLabel(tr("Show:")));
+    options->addWidget(showTrainAcc);
+    options->addWidget(showLoss);
+    options->addStretch(1);
+    auto *area = new QWidget;
+    auto *layout = new QVBoxLayout(area);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(chart, 1);
+    layout->addLayout(options);
+    layout->addWidget(below);
+    return area;
 }
 
 } // namespace trainlab

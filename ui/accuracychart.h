@@ -27,6 +27,8 @@ public:
     };
 
     explicit AccuracyChart(QWidget *parent = nullptr);
+    // The chart with its "Show: train acc, train loss" row, and `below` under both (the run's progress).
+    static QWidget *withOptions(AccuracyChart *chart, QWidget *below);
 
     // Clears the live curves; the x axis spans 1..epochs.
     void beginRun(const QString &name, int epochs);

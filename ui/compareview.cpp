@@ -4,6 +4,7 @@
 #include "ui/chartexport.h"
 
 #include <QChart>
+#include <QInputDialog>
 #include <QChartView>
 #include <QComboBox>
 #include <QFileDialog>
@@ -582,6 +583,37 @@ void CompareView::exportCsv()
     QString error;
     if (!(epochs ? saveEpochsCsv(path, &error) : saveTableCsv(path, &error)))
         QMessageBox::warning(this, tr("Export failed"), error);
+}
+
+bool CompareView::showSweep(QWidget *parent, CompareView *&view, const QString &runsDir, const QString &sweepId,
+                            QString *error)
+{
+    if (!view) {
+        view = new CompareView(parent);
+        view->setWindowFlag(Qt::Window);
+        view->setObjectName(QStringLiteral("compareView"));
+        view->resize(960, 640);
+    }
+    if (!view->loadSweep(runsDir, sweepId, error))
+        return false;
+    view->setWindowTitle(tr("Compare %1 — TrainLab").arg(sweepId));
+    view->show();
+    view->raise();
+    return true;
+}
+
+QString CompareView::chooseSweep(QWidget *parent, const QString &runsDir, QString *error)
+{
+    QStringList ids;
+    for (const std::string &id : listSweepIds(runsDir.toStdString()))
+        ids << QString::fromStdString(id);
+    if (ids.isEmpty()) {
+        *error = tr("%1 holds no sweep runs yet: add a sweep to the queue and start it.").arg(runsDir);
+        return {};
+    }
+    bool ok = false;
+    const QString id = QInputDialog::getItem(parent, tr("Compare Sweep"), tr("Sweep:"), ids, 0, false, &ok);
+    return ok ? id : QString();
 }
 
 } // namespace trainlab

@@ -31,6 +31,11 @@ public:
 
     // Reads the sweep's runs from runsDir; false with *error when none is found.
     bool loadSweep(const QString &runsDir, const QString &sweepId, QString *error = nullptr);
+    // The Compare window on a sweep of runsDir: made on first use as a window of parent's, then reused.
+    static bool showSweep(QWidget *parent, CompareView *&view, const QString &runsDir, const QString &sweepId,
+                          QString *error);
+    // Asks which sweep of runsDir to compare; "" when the user cancels or there is none (error set).
+    static QString chooseSweep(QWidget *parent, const QString &runsDir, QString *error);
     void setEntries(const QString &sweepId, const std::vector<QueueEntry> &entries);
     QString sweepId() const { return m_sweepId; }
     QStringList axes() const;

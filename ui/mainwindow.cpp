@@ -3,7 +3,6 @@
 #include "core/devices.h"
 #include "core/paths.h"
 #include "core/report.h"
-#include "core/sweepreport.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/compareview.h"
@@ -12,20 +11,15 @@
 #include "ui/historypanel.h"
 #include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
-#include "ui/runhistorymodel.h"
 #include "ui/runpanel.h"
-#include "ui/sweepdialog.h"
 #include "ui/trainingrunner.h"
 
 #include <QAction>
-#include <QCheckBox>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QHBoxLayout>
-#include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -37,23 +31,10 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
-#include <QTableView>
 #include <QToolBar>
 #include <QVBoxLayout>
 
 namespace trainlab {
-
-namespace {
-
-QString devicesText(const std::vector<std::string> &devices)
-{
-    QStringList list;
-    for (const auto &d : devices)
-        list << QString::fromStdString(d);
-    return list.join(QStringLiteral(", "));
-}
-
-} // namespace
 
 MainWindow::MainWindow(QWidget *parent)
     : QMainWindow(parent)
@@ -72,17 +53,15 @@ MainWindow::MainWindow(QWidget *parent)
     buildMenus();
     readSettings();
 
-    connect(m_form, &ExperimentForm::changed, this, [this] {
+    const auto refresh = [this] {
         updateTitle();
         updateActions();
-    });
+    };
+    connect(m_form, &ExperimentForm::changed, this, refresh);
+    connect(m_file, &ExperimentFile::changed, this, refresh);
     connect(m_form, &ExperimentForm::datasetFolderChosen, this, [this](const QString &folder) {
         m_lastDatasetDir = folder;
         m_form->setDatasetStartFolder(folder);
-    });
-    connect(m_file, &ExperimentFile::changed, this, [this] {
-        updateTitle();
-        updateActions();
     });
     connect(m_file, &ExperimentFile::error, this, &MainWindow::showError);
     connect(m_file, &ExperimentFile::status, this, [this](const QString &text) { statusBar()->showMessage(text, 5000); });
@@ -136,26 +115,7 @@ void MainWindow::buildLayout()
     leftLayout->addWidget(formScroll, 1);
     leftLayout->addWidget(m_runPanel->buttons());
 
-    auto *showTrainAcc = new QCheckBox(tr("train acc"));
-    showTrainAcc->setObjectName(QStringLiteral("showTrainAcc"));
-    showTrainAcc->setChecked(true);
-    auto *showLoss = new QCheckBox(tr("train loss"));
-    showLoss->setObjectName(QStringLiteral("showLoss"));
-    showLoss->setChecked(true);
-    connect(showTrainAcc, &QCheckBox::toggled, m_chart, &AccuracyChart::setTrainAccVisible);
-    connect(showLoss, &QCheckBox::toggled, m_chart, &AccuracyChart::setLossVisible);
-    auto *chartOptions = new QHBoxLayout;
-    chartOptions->addWidget(new QLabel(tr("Show:")));
-    chartOptions->addWidget(showTrainAcc);
-    chartOptions->addWidget(showLoss);
-    chartOptions->addStretch(1);
-
-    auto *top = new QWidget;
-    auto *topLayout = new QVBoxLayout(top);
-    topLayout->setContentsMargins(0, 0, 0, 0);
-    topLayout->addWidget(m_chart, 1);
-    topLayout->addLayout(chartOptions);
-    topLayout->addWidget(m_runPanel->progress());
+    QWidget *top = AccuracyChart::withOptions(m_chart, m_runPanel->progress());
 
     auto *tabs = new QTabWidget;
     tabs->setObjectName(QStringLiteral("tabs"));
@@ -186,9 +146,7 @@ void MainWindow::buildLayout()
     addDockWidget(Qt::BottomDockWidgetArea, m_queueDock);
     m_queueDock->hide();
 
-    m_statusDevices = new QLabel;
-    m_statusDevices->setObjectName(QStringLiteral("statusDevices"));
-    statusBar()->addPermanentWidget(m_statusDevices);
+    statusBar()->addPermanentWidget(m_runPanel->devicesLabel());
     statusBar()->addPermanentWidget(new QLabel(QString::fromStdString(buildDescription())));
     setMinimumSize(960, 600);
 }
@@ -210,8 +168,9 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu *run = menuBar()->addMenu(tr("&Run"));
-    m_startAction = run->addAction(tr("&Start"), QKeySequence(tr("Ctrl+R")), this, &MainWindow::startRun);
-    m_stopAction = run->addAction(tr("S&top"), QKeySequence(tr("Ctrl+.")), this, &MainWindow::stopRun);
+    QToolBar *toolbar = addToolBar(tr("Run"));
+    toolbar->setObjectName(QStringLiteral("runToolbar"));
+    m_runPanel->addActions(run, toolbar);
     run->addSeparator();
     run->addAction(m_resumeActions->resumeAction());
     run->addAction(m_resumeActions->continueAction());
@@ -230,11 +189,6 @@ void MainWindow::buildMenus()
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About TrainLab"), this, &MainWindow::about);
-
-    QToolBar *toolbar = addToolBar(tr("Run"));
-    toolbar->setObjectName(QStringLiteral("runToolbar"));
-    toolbar->addAction(m_startAction);
-    toolbar->addAction(m_stopAction);
 }
 
 void MainWindow::readSettings()
@@ -293,51 +247,6 @@ void MainWindow::chooseRunsDir()
         setRunsDir(dir);
 }
 
-bool MainWindow::loadPreset(const QString &name)
-{
-    return m_file->loadPreset(name);
-}
-
-bool MainWindow::openConfigFile(const QString &path)
-{
-    return m_file->openConfigFile(path);
-}
-
-bool MainWindow::saveConfigTo(const QString &path)
-{
-    return m_file->saveConfigTo(path);
-}
-
-bool MainWindow::exportMetricsCsv(const QString &path)
-{
-    return m_historyPanel->exportMetricsCsv(path);
-}
-
-bool MainWindow::isModified() const
-{
-    return m_file->isModified();
-}
-
-QString MainWindow::currentFile() const
-{
-    return m_file->currentFile();
-}
-
-QTableView *MainWindow::history() const
-{
-    return m_historyPanel->table();
-}
-
-RunHistoryModel *MainWindow::historyModel() const
-{
-    return m_historyPanel->model();
-}
-
-bool MainWindow::isRunning() const
-{
-    return m_runner->isRunning();
-}
-
 void MainWindow::updateTitle()
 {
     QString name = QString::fromStdString(m_form->config().name);
@@ -353,10 +262,13 @@ void MainWindow::updateActions()
     const bool canStart = !running && m_form->isValid();
     const bool canStop = running && !m_runner->isStopping();
     m_runPanel->setEnabled(canStart, canStop);
-    m_startAction->setEnabled(canStart);
-    m_stopAction->setEnabled(canStop);
     m_historyPanel->updateActions();
     m_resumeActions->update(m_historyPanel->selectedRuns(), running);
+}
+
+bool MainWindow::isRunning() const
+{
+    return m_runner->isRunning();
 }
 
 void MainWindow::showError(const QString &title, const QString &text)
@@ -382,7 +294,7 @@ void MainWindow::startRun()
     if (m_runner->isRunning() || !m_form->isValid())
         return;
     const ExperimentConfig config = m_form->config();
-    prepareRunView(QString::fromStdString(config.name), config.epochs, devicesText(config.devices));
+    prepareRunView(QString::fromStdString(config.name), config.epochs, config.devices);
     m_runner->start(config, runsDir());
     updateActions();
 }
@@ -398,7 +310,7 @@ void MainWindow::resumeRun(const QString &runDir, int epochs)
         showError(tr("Resume Run"), QString::fromStdString(e.what()));
         return;
     }
-    prepareRunView(QString::fromStdString(config.name), epochs > 0 ? epochs : config.epochs, devicesText(config.devices));
+    prepareRunView(QString::fromStdString(config.name), epochs > 0 ? epochs : config.epochs, config.devices);
     m_runner->resume(runDir, epochs);
     updateActions();
 }
@@ -409,7 +321,7 @@ bool MainWindow::launchQueued(const QueueEntry &entry, bool resume)
         return false;
     m_queuedRun = true;
     const QString name = QString::fromStdString(entry.tag.empty() ? entry.config.name : entry.config.name + "  " + entry.tag.label());
-    prepareRunView(name, entry.config.epochs, devicesText(entry.config.devices));
+    prepareRunView(name, entry.config.epochs, entry.config.devices);
     if (resume)
         m_runner->resume(QString::fromStdString(entry.runDir));
     else
@@ -430,57 +342,37 @@ void MainWindow::addCurrentToQueue()
 
 void MainWindow::addSweepDialog()
 {
-    SweepDialog dialog(m_form->config(), this);
-    if (dialog.exec() != QDialog::Accepted)
-        return;
     QString error;
-    if (m_queuePanel->addSweep(dialog.sweep(), &error).isEmpty())
-        showError(tr("Add Sweep"), error);
-    else
+    if (m_queuePanel->addSweepDialog(m_form->config(), &error))
         m_queueDock->show();
+    else if (!error.isEmpty())
+        showError(tr("Add Sweep"), error);
 }
 
 bool MainWindow::showCompare(const QString &sweepId)
 {
-    if (!m_compare) {
-        m_compare = new CompareView(this);
-        m_compare->setWindowFlag(Qt::Window);
-        m_compare->setObjectName(QStringLiteral("compareView"));
-        m_compare->resize(960, 640);
-    }
     QString error;
-    if (!m_compare->loadSweep(runsDir(), sweepId, &error)) {
+    const bool shown = CompareView::showSweep(this, m_compare, runsDir(), sweepId, &error);
+    if (!shown)
         showError(tr("Compare Sweep"), error);
-        return false;
-    }
-    m_compare->setWindowTitle(tr("Compare %1 — TrainLab").arg(sweepId));
-    m_compare->show();
-    m_compare->raise();
-    return true;
+    return shown;
 }
 
 void MainWindow::chooseSweepToCompare()
 {
-    QStringList ids;
-    for (const std::string &id : listSweepIds(runsDir().toStdString()))
-        ids << QString::fromStdString(id);
-    if (ids.isEmpty()) {
-        showError(tr("Compare Sweep"), tr("%1 holds no sweep runs yet: add a sweep to the queue and start it.").arg(runsDir()));
-        return;
-    }
-    bool ok = false;
-    const QString id = QInputDialog::getItem(this, tr("Compare Sweep"), tr("Sweep:"), ids, 0, false, &ok);
-    if (ok)
+    QString error;
+    const QString id = CompareView::chooseSweep(this, runsDir(), &error);
+    if (!id.isEmpty())
         showCompare(id);
+    else if (!error.isEmpty())
+        showError(tr("Compare Sweep"), error);
 }
 
-void MainWindow::prepareRunView(const QString &name, int epochs, const QString &devices)
+void MainWindow::prepareRunView(const QString &name, int epochs, const std::vector<std::string> &devices)
 {
     m_chart->beginRun(name, epochs);
-    m_runPanel->prepare(epochs);
-    m_runDevices = devices;
+    m_runPanel->prepare(epochs, devices);
     m_lastResult = RunResult{};
-    m_statusDevices->setText(tr("Training on %1").arg(m_runDevices));
 }
 
 void MainWindow::stopRun()
@@ -495,8 +387,6 @@ void MainWindow::stopRun()
 void MainWindow::onRunStarted(const RunInfo &info)
 {
     m_activeRunDir = QString::fromStdString(info.runDir);
-    m_runDevices = devicesText(info.devices);
-    m_statusDevices->setText(tr("Training on %1").arg(m_runDevices));
     m_runPanel->onRunStarted(info);
     // A resumed run is one curve: the epochs already trained first, then the new ones as they come.
     for (const EpochMetrics &m : info.doneMetrics)
@@ -523,7 +413,7 @@ void MainWindow::onFinished(const RunResult &result)
 {
     m_lastResult = result;
     m_chart->flush();
-    m_runPanel->onFinished(result, m_runDevices);
+    m_runPanel->onFinished(result);
     if (result.status == RunStatus::Failed && m_queuedRun)
         statusBar()->showMessage(tr("A queued run failed: %1").arg(QString::fromStdString(result.error)), 10000);
     else if (result.status == RunStatus::Failed && !m_closeAfterStop)
@@ -536,7 +426,7 @@ void MainWindow::onIdle()
     m_activeRunDir.clear();
     m_historyPanel->setActiveRunDir(QString());
     m_historyPanel->refresh();
-    m_statusDevices->setText(tr("Last run on %1").arg(m_runDevices));
+    m_runPanel->onIdle();
     updateActions();
     Q_EMIT runEnded(m_lastResult);
     if (m_closeAfterStop)

@@ -2,6 +2,8 @@
 
 #include "core/config.h"
 #include "core/queue.h"
+#include "ui/experimentfile.h"
+#include "ui/historypanel.h"
 #include "ui/metatypes.h"
 
 #include <QMainWindow>
@@ -35,23 +37,23 @@ public:
     ~MainWindow() override;
 
     // Each returns false and tells the user why when it cannot; the form is then left as it was.
-    bool loadPreset(const QString &name);
-    bool openConfigFile(const QString &path);
-    bool saveConfigTo(const QString &path);
+    bool loadPreset(const QString &name) { return m_file->loadPreset(name); }
+    bool openConfigFile(const QString &path) { return m_file->openConfigFile(path); }
+    bool saveConfigTo(const QString &path) { return m_file->saveConfigTo(path); }
     bool exportChart(const QString &path);
-    bool exportMetricsCsv(const QString &path);
+    bool exportMetricsCsv(const QString &path) { return m_historyPanel->exportMetricsCsv(path); }
     // remember: also the folder of later sessions (File > Runs Folder…); not for --runs-dir.
     void setRunsDir(const QString &dir, bool remember = true);
 
-    bool isModified() const;
+    bool isModified() const { return m_file->isModified(); }
     bool isRunning() const;
-    QString currentFile() const;
+    QString currentFile() const { return m_file->currentFile(); }
     QString runsDir() const;
     QString lastError() const { return m_lastError; }
     ExperimentForm *form() const { return m_form; }
     AccuracyChart *chart() const { return m_chart; }
-    QTableView *history() const;
-    RunHistoryModel *historyModel() const;
+    QTableView *history() const { return m_historyPanel->table(); }
+    RunHistoryModel *historyModel() const { return m_historyPanel->model(); }
     QueuePanel *queuePanel() const { return m_queuePanel; }
     // The Compare window, once a sweep has been shown in it.
     CompareView *compareView() const { return m_compare; }
@@ -89,7 +91,7 @@ private:
     void exportChartDialog();
     void useRunConfig(const ExperimentConfig &config);
 
-    void prepareRunView(const QString &name, int epochs, const QString &devices);
+    void prepareRunView(const QString &name, int epochs, const std::vector<std::string> &devices);
     void onRunStarted(const RunInfo &info);
     void onBatch(const BatchProgress &progress);
     void onEpoch(const EpochMetrics &metrics);
@@ -106,16 +108,12 @@ private:
     QueuePanel *m_queuePanel;
     QDockWidget *m_queueDock = nullptr;
     CompareView *m_compare = nullptr;
-    QLabel *m_statusDevices = nullptr;
-    QAction *m_startAction = nullptr;
-    QAction *m_stopAction = nullptr;
 
     QString m_runsDir;
     QString m_savedRunsDir;         // what the settings keep: --runs-dir lasts one session
     QString m_lastDatasetDir;
     QString m_lastError;
     QString m_activeRunDir;
-    QString m_runDevices;
     RunResult m_lastResult;
     bool m_closeAfterStop = false;
     bool m_queuedRun = false;       // the queue started this run: its failure is the queue's row, not a dialog

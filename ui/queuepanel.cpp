@@ -1,6 +1,7 @@
 #include "ui/queuepanel.h"
 
 #include "core/atomicfile.h"
+#include "ui/sweepdialog.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -403,6 +404,14 @@ void QueuePanel::updateButtons()
     m_compare->setEnabled(e && !e->tag.empty());
     m_start->setEnabled(!m_active && m_queue->size() > 0);
     m_stop->setEnabled(m_active && !m_stopping);
+}
+
+bool QueuePanel::addSweepDialog(const ExperimentConfig &base, QString *error)
+{
+    SweepDialog dialog(base, window());
+    if (dialog.exec() != QDialog::Accepted)
+        return false;
+    return !addSweep(dialog.sweep(), error).isEmpty();
 }
 
 } // namespace trainlab

@@ -39,6 +39,9 @@ public:
     void addExperiment(const ExperimentConfig &config);
     // Writes <runs>/sweeps/<id>/sweep.json and queues the sweep's runs; the id, or empty with *error set.
     QString addSweep(const SweepConfig &sweep, QString *error = nullptr);
+    // Add Sweep…: the sweep dialog on base; true when its runs joined the queue, false when cancelled or
+    // refused (then *error says why).
+    bool addSweepDialog(const ExperimentConfig &base, QString *error);
 
     const Queue &queue() const { return *m_queue; }
     bool isActive() const { return m_active; }

@@ -2,7 +2,10 @@
 
 #include "core/report.h"
 
+#include <QAction>
 #include <QFontDatabase>
+#include <QMenu>
+#include <QToolBar>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPlainTextEdit>
@@ -21,6 +24,14 @@ QString clock(qint64 ms)
                      : QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
 }
 
+QString devicesText(const std::vector<std::string> &devices)
+{
+    QStringList list;
+    for (const auto &d : devices)
+        list << QString::fromStdString(d);
+    return list.join(QStringLiteral(", "));
+}
+
 } // namespace
 
 RunPanel::RunPanel(QObject *parent)
@@ -34,7 +45,9 @@ RunPanel::RunPanel(QObject *parent)
     , m_batchBar(new QProgressBar)
     , m_speedLabel(new QLabel)
     , m_timeLabel(new QLabel)
+    , m_devicesLabel(new QLabel)
 {
+    m_devicesLabel->setObjectName(QStringLiteral("statusDevices"));
     m_startButton->setObjectName(QStringLiteral("startButton"));
     m_startButton->setDefault(true);
     m_stopButton->setObjectName(QStringLiteral("stopButton"));
@@ -71,20 +84,34 @@ RunPanel::RunPanel(QObject *parent)
 RunPanel::~RunPanel()
 {
     // Widgets the window never took (a test's panel alone) go with the panel.
-    for (QWidget *w : {m_buttons, m_progress, static_cast<QWidget *>(m_log)}) {
+    for (QWidget *w : {m_buttons, m_progress, static_cast<QWidget *>(m_log), static_cast<QWidget *>(m_devicesLabel)}) {
         if (!w->parent())
             delete w;
     }
+}
+
+void RunPanel::addActions(QMenu *run, QToolBar *toolbar)
+{
+    m_startAction = run->addAction(tr("&Start"), QKeySequence(tr("Ctrl+R")), this, &RunPanel::startClicked);
+    m_stopAction = run->addAction(tr("S&top"), QKeySequence(tr("Ctrl+.")), this, &RunPanel::stopClicked);
+    toolbar->addAction(m_startAction);
+    toolbar->addAction(m_stopAction);
 }
 
 void RunPanel::setEnabled(bool canStart, bool canStop)
 {
     m_startButton->setEnabled(canStart);
     m_stopButton->setEnabled(canStop);
+    if (m_startAction) {
+        m_startAction->setEnabled(canStart);
+        m_stopAction->setEnabled(canStop);
+    }
 }
 
-void RunPanel::prepare(int epochs)
+void RunPanel::prepare(int epochs, const std::vector<std::string> &devices)
 {
+    m_devices = devicesText(devices);
+    m_devicesLabel->setText(tr("Training on %1").arg(m_devices));
     m_log->clear();
     m_runEpochs = epochs;
     m_epochsBefore = 0;
@@ -98,6 +125,8 @@ void RunPanel::prepare(int epochs)
 
 void RunPanel::onRunStarted(const RunInfo &info)
 {
+    m_devices = devicesText(info.devices);
+    m_devicesLabel->setText(tr("Training on %1").arg(m_devices));
     appendLog(QString::fromStdString(runStartedLine(info)));
     m_epochsBefore = info.epochsDone;
 }
@@ -122,13 +151,18 @@ void RunPanel::onEpoch(const EpochMetrics &metrics)
     appendLog(QString::fromStdString(epochLine(metrics, m_runEpochs)));
 }
 
-void RunPanel::onFinished(const RunResult &result, const QString &devices)
+void RunPanel::onFinished(const RunResult &result)
 {
-    for (const std::string &line : finishedLines(result, deviceList({devices.toStdString()})))
+    for (const std::string &line : finishedLines(result, deviceList({m_devices.toStdString()})))
         appendLog(QString::fromStdString(line));
     const QString status = QString::fromLatin1(toString(result.status));
     m_epochLabel->setText(tr("Run %1 after %2 of %3 epochs").arg(status).arg(result.epochs.size()).arg(m_runEpochs));
     m_timeLabel->setText(tr("took %1").arg(clock(m_runClock.elapsed())));
+}
+
+void RunPanel::onIdle()
+{
+    m_devicesLabel->setText(tr("Last run on %1").arg(m_devices));
 }
 
 void RunPanel::showStopping()
