@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/download.h"
+#include "core/data/download.h"
 
 #include <string>
 

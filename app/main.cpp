@@ -1,5 +1,5 @@
 #include "core/config.h"
-#include "core/paths.h"
+#include "core/util/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/compareview.h"

@@ -231,7 +231,7 @@ environment() {
   if [ -n "$inc" ] && [ -f "$inc/gloo/algorithm.h" ]; then echo "gloo headers: $inc/gloo (LibTorch's own)"
   elif [ -f /usr/include/gloo/algorithm.h ]; then echo "gloo headers: /usr/include/gloo"
   elif [ -f "$root/.gpu-deps/include/gloo/algorithm.h" ]; then echo "gloo headers: $root/.gpu-deps/include/gloo"
-  else echo "gloo headers: NOT FOUND in ${inc:-LibTorch}, /usr/include or .gpu-deps/include: core/distributed.cpp will not compile"
+  else echo "gloo headers: NOT FOUND in ${inc:-LibTorch}, /usr/include or .gpu-deps/include: core/train/distributed.cpp will not compile"
   fi
   return 0
 }

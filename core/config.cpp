@@ -1,11 +1,11 @@
 #include "core/config.h"
 
-#include "core/atomicfile.h"
-#include "core/devices.h"
-#include "core/idx.h"
-#include "core/jsonread.h"
-#include "core/datasetstore.h"
-#include "core/paths.h"
+#include "core/data/datasetstore.h"
+#include "core/data/idx.h"
+#include "core/train/devices.h"
+#include "core/util/atomicfile.h"
+#include "core/util/jsonread.h"
+#include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the documentation against the tree: README.md at most 200 lines, every relative link and image in
-# README.md and docs/*.md resolves, and every key core/config.cpp (and core/sweep.cpp) reads is in docs/configuration.md.
+# README.md and docs/*.md resolves, and every key core/config.cpp (and core/sweeps/sweep.cpp) reads is in docs/configuration.md.
 # Usage: scripts/check-docs.sh   (DOCS_ROOT=DIR checks a copy of the tree in DIR instead; exit 1 on any problem)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ max_readme_lines=200
 problems=()
 fail() { problems+=("$1"); }
 
-for f in README.md docs/configuration.md core/config.cpp core/sweep.cpp; do
+for f in README.md docs/configuration.md core/config.cpp core/sweeps/sweep.cpp; do
   [ -f "$f" ] || { echo "check-docs: $root/$f: missing" >&2; exit 1; }
 done
 
@@ -139,11 +139,11 @@ check_keys() {   # SOURCE WHAT: every key SOURCE reads must appear as `key` in d
 }
 check_keys core/config.cpp "configuration"
 config_keys=$key_count
-check_keys core/sweep.cpp "sweep file"
+check_keys core/sweeps/sweep.cpp "sweep file"
 sweep_keys=$key_count
 
 echo "check-docs: README.md $readme_lines lines (at most $max_readme_lines); $links_checked relative links in ${#md_files[@]} markdown files"
-echo "check-docs: $config_keys configuration keys from core/config.cpp and $sweep_keys sweep keys from core/sweep.cpp checked against docs/configuration.md"
+echo "check-docs: $config_keys configuration keys from core/config.cpp and $sweep_keys sweep keys from core/sweeps/sweep.cpp checked against docs/configuration.md"
 if [ "${#problems[@]}" -gt 0 ]; then
   printf 'check-docs: FAILED: %s\n' "${problems[@]}" >&2
   exit 1

@@ -1,5 +1,5 @@
-#include "core/idx.h"
-#include "core/runrecord.h"
+#include "core/data/idx.h"
+#include "core/runs/runrecord.h"
 #include "httpserver.h"
 #include "testutil.h"
 
@@ -618,7 +618,7 @@ void tst_Cli::hostileEnvironment_data()
                                         << "not a folder, so it cannot hold runs";
     QTest::newRow("HOME unset, XDG relative") << QStringList{"dataset", "where"}
         << QStringList{"-HOME", "XDG_DATA_HOME=relative", "-TRAINLAB_DATA_DIR"} << 0
-        << "@ACCOUNT@/.local/share/trainlab/datasets/fashion-mnist";
+        << "@ACCOUNT@/.local/share/TrainLab/datasets/fashion-mnist";
     QTest::newRow("file:// mirror") << QStringList{"dataset", "download", "--dir", "@DIR@", "--mirror", "file:///etc/"}
                                     << QStringList{} << 1 << "file://: not allowed";
 }

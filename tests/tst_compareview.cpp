@@ -1,6 +1,6 @@
 #include "ui/compareview.h"
 
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 
 #include <QChart>
 #include <QChartView>

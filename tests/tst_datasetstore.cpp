@@ -1,6 +1,6 @@
-#include "core/datasetstore.h"
-#include "core/idx.h"
-#include "core/sha256.h"
+#include "core/data/datasetstore.h"
+#include "core/data/idx.h"
+#include "core/util/sha256.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -91,8 +91,9 @@ void tst_DatasetStore::managedDir_data()
     QTest::addColumn<QString>("home");
     QTest::addColumn<QString>("expected");
     QTest::newRow("TRAINLAB_DATA_DIR wins") << "/d/data" << "/x" << "/h" << "/d/data";
-    QTest::newRow("XDG_DATA_HOME") << "" << "/x" << "/h" << "/x/trainlab/datasets/fashion-mnist";
-    QTest::newRow("HOME") << "" << "" << "/h" << "/h/.local/share/trainlab/datasets/fashion-mnist";
+    QTest::newRow("XDG_DATA_HOME") << "" << "/x" << "/h" << "/x/TrainLab/datasets/fashion-mnist";
+    QTest::newRow("HOME") << "" << "" << "/h" << "/h/.local/share/TrainLab/datasets/fashion-mnist";
+    QTest::newRow("earlier folder still found") << "" << "@TMP@" << "/h" << "@TMP@/trainlab/datasets/fashion-mnist";
 }
 
 void tst_DatasetStore::managedDir()
@@ -101,6 +102,11 @@ void tst_DatasetStore::managedDir()
     QFETCH(QString, xdg);
     QFETCH(QString, home);
     QFETCH(QString, expected);
+    if (xdg == QLatin1String("@TMP@")) {
+        xdg = m_tmp.filePath(QStringLiteral("xdg-earlier"));
+        expected.replace(QStringLiteral("@TMP@"), xdg);
+        QVERIFY(QDir().mkpath(expected));
+    }
     // An empty value counts as unset.
     EnvGuard a("TRAINLAB_DATA_DIR", dataDir.toUtf8().constData());
     EnvGuard b("XDG_DATA_HOME", xdg.toUtf8().constData());

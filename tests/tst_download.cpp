@@ -1,5 +1,5 @@
-#include "core/download.h"
-#include "core/sha256.h"
+#include "core/data/download.h"
+#include "core/util/sha256.h"
 #include "httpserver.h"
 
 #include <QElapsedTimer>

@@ -1,6 +1,6 @@
-#include "core/engine.h"
-#include "core/model.h"
-#include "core/precision.h"
+#include "core/train/engine.h"
+#include "core/train/model.h"
+#include "core/train/precision.h"
 
 #include "testutil.h"
 

@@ -1,6 +1,6 @@
 #include "core/config.h"
-#include "core/idx.h"
-#include "core/sha256.h"
+#include "core/data/idx.h"
+#include "core/util/sha256.h"
 #include "ui/experimentform.h"
 
 #include "httpserver.h"

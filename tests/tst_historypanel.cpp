@@ -1,4 +1,4 @@
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 #include "ui/accuracychart.h"
 #include "ui/historypanel.h"
 #include "ui/runhistorymodel.h"

@@ -1,5 +1,5 @@
-#include "core/dataset.h"
-#include "core/idx.h"
+#include "core/data/dataset.h"
+#include "core/data/idx.h"
 
 #include <torch/torch.h>
 #include <zlib.h>

@@ -1,8 +1,8 @@
-#include "core/checkpoint.h"
+#include "core/train/checkpoint.h"
 #include "core/config.h"
-#include "core/engine.h"
-#include "core/model.h"
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
+#include "core/train/engine.h"
+#include "core/train/model.h"
 
 #include "runcheck.h"
 

@@ -1,5 +1,5 @@
 #include "core/config.h"
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentform.h"
 #include "ui/mainwindow.h"

@@ -1,5 +1,5 @@
-#include "core/engine.h"
-#include "core/model.h"
+#include "core/train/engine.h"
+#include "core/train/model.h"
 
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
-#include "core/queue.h"
-#include "core/runrecord.h"
-#include "core/sweepreport.h"
+#include "core/sweeps/queue.h"
+#include "core/runs/runrecord.h"
+#include "core/sweeps/sweepreport.h"
 
 #include "runcheck.h"
 

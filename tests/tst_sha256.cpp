@@ -1,4 +1,4 @@
-#include "core/sha256.h"
+#include "core/util/sha256.h"
 
 #include <QCryptographicHash>
 #include <QTemporaryDir>

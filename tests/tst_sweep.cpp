@@ -1,4 +1,4 @@
-#include "core/sweep.h"
+#include "core/sweeps/sweep.h"
 
 #include <QTemporaryDir>
 #include <QtTest>

@@ -1,5 +1,5 @@
-#include "core/runrecord.h"
-#include "core/trainer.h"
+#include "core/runs/runrecord.h"
+#include "core/train/trainer.h"
 
 #include "testutil.h"
 

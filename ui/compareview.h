@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/queue.h"
-#include "core/sweepreport.h"
+#include "core/sweeps/queue.h"
+#include "core/sweeps/sweepreport.h"
 
 #include <QString>
 #include <QStringList>

@@ -1,6 +1,6 @@
 #include "ui/datasetdownload.h"
 
-#include "core/download.h"
+#include "core/data/download.h"
 
 #include <QMetaObject>
 #include <QPointer>

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/datasetstore.h"
-#include "core/observer.h"
+#include "core/data/datasetstore.h"
+#include "core/train/observer.h"
 
 #include <QObject>
 #include <QString>

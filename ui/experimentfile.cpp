@@ -1,6 +1,6 @@
 #include "ui/experimentfile.h"
 
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 #include "ui/experimentform.h"
 
 #include <QDir>

@@ -1,7 +1,7 @@
 #include "ui/experimentform.h"
 
-#include "core/devices.h"
-#include "core/idx.h"
+#include "core/data/idx.h"
+#include "core/train/devices.h"
 #include "ui/datasetdownload.h"
 
 #include <QComboBox>

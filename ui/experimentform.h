@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/datasetstore.h"
+#include "core/data/datasetstore.h"
 
 #include <QMap>
 #include <QStringList>

@@ -1,6 +1,6 @@
 #include "ui/historypanel.h"
 
-#include "core/runstorage.h"
+#include "core/runs/runstorage.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentfile.h"
 #include "ui/runhistorymodel.h"

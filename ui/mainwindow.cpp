@@ -1,8 +1,8 @@
 #include "ui/mainwindow.h"
 
-#include "core/devices.h"
-#include "core/paths.h"
-#include "core/report.h"
+#include "core/runs/report.h"
+#include "core/train/devices.h"
+#include "core/util/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/compareview.h"

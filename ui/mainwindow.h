@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/queue.h"
+#include "core/sweeps/queue.h"
 #include "ui/experimentfile.h"
 #include "ui/historypanel.h"
 #include "ui/metatypes.h"

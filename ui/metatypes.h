@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/observer.h"
+#include "core/train/observer.h"
 
 #include <QMetaType>
 

@@ -1,6 +1,6 @@
 #include "ui/queuepanel.h"
 
-#include "core/atomicfile.h"
+#include "core/util/atomicfile.h"
 #include "ui/sweepdialog.h"
 
 #include <QDateTime>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/queue.h"
+#include "core/sweeps/queue.h"
 #include "ui/metatypes.h"
 
 #include <QString>

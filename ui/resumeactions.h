@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 
 #include <QObject>
 #include <QVector>

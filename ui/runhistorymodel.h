@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/runrecord.h"
+#include "core/runs/runrecord.h"
 
 #include <QAbstractTableModel>
 #include <QString>

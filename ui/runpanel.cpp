@@ -1,6 +1,6 @@
 #include "ui/runpanel.h"
 
-#include "core/report.h"
+#include "core/runs/report.h"
 
 #include <QAction>
 #include <QFontDatabase>

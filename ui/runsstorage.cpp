@@ -1,6 +1,6 @@
 #include "ui/runsstorage.h"
 
-#include "core/runstorage.h"
+#include "core/runs/runstorage.h"
 
 namespace trainlab {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/sweep.h"
+#include "core/sweeps/sweep.h"
 
 #include <QDialog>
 #include <QString>

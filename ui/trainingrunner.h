@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/sweep.h"
+#include "core/sweeps/sweep.h"
 #include "ui/metatypes.h"
 
 #include <QObject>

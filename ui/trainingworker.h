@@ -1,7 +1,7 @@
 #pragma once
 
 #include "core/config.h"
-#include "core/trainer.h"
+#include "core/train/trainer.h"
 #include "ui/metatypes.h"
 
 #include <QObject>

@@ -1,5 +1,5 @@
 // libFuzzer target: the IDX reader (raw and gzip) on arbitrary bytes, as images and as labels.
-#include "core/idx.h"
+#include "core/data/idx.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // libFuzzer target: the run-record readers (summary.json, metrics.csv, queue.json) on arbitrary bytes; the
 // first byte picks the reader. What they accept must hold the ranges the readers promise.
-#include "core/queue.h"
-#include "core/runrecord.h"
+#include "core/sweeps/queue.h"
+#include "core/runs/runrecord.h"
 
 #include <cstddef>
 #include <cstdint>

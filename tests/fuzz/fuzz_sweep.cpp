@@ -1,5 +1,5 @@
 // libFuzzer target: the sweep loader, validate() and the plan on arbitrary bytes.
-#include "core/sweep.h"
+#include "core/sweeps/sweep.h"
 
 #include <cstddef>
 #include <cstdint>

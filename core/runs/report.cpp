@@ -1,0 +1,55 @@
+#include "core/runs/report.h"
+
+#include <cstdio>
+
+namespace trainlab {
+
+namespace {
+
+template<typename... Args>
+std::string format(const char *pattern, Args... args)
+{
+    char buffer[512];
+    std::snprintf(buffer, sizeof buffer, pattern, args...);
+    return buffer;
+}
+
+} // namespace
+
+std::string deviceList(const std::vector<std::string> &devices)
+{
+    std::string text;
+    for (const auto &d : devices)
+        text += (text.empty() ? "" : ", ") + d;
+    return "[" + text + "]";
+}
+
+std::string runStartedLine(const RunInfo &info)
+{
+    return format("training on %s: %lld train / %lld test images, %lld parameters, %d epochs",
+                  deviceList(info.devices).c_str(), static_cast<long long>(info.trainSize),
+                  static_cast<long long>(info.testSize), static_cast<long long>(info.parameterCount), info.epochs);
+}
+
+std::string epochLine(const EpochMetrics &m, int epochs)
+{
+    return format("epoch %d/%d  loss %.3f  train acc %.3f  test acc %.3f  %.1f sec/epoch  %.0f img/s", m.epoch, epochs,
+                  m.trainLoss, m.trainAcc, m.testAcc, m.seconds, m.imagesPerSecond);
+}
+
+std::vector<std::string> finishedLines(const RunResult &r, const std::string &devices)
+{
+    std::vector<std::string> lines;
+    if (!r.epochs.empty())
+        lines.push_back(format("test acc: %.2f, %.1f sec/epoch on %s", r.epochs.back().testAcc, r.meanEpochSeconds,
+                               devices.c_str()));
+    if (r.status == RunStatus::Stopped)
+        lines.push_back(format("stopped after %zu completed epochs", r.epochs.size()));
+    if (r.status == RunStatus::Failed)
+        lines.push_back("run failed: " + r.error);
+    if (!r.runDir.empty())
+        lines.push_back("run kept in " + r.runDir);
+    return lines;
+}
+
+} // namespace trainlab

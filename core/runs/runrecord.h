@@ -1,0 +1,110 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/sweeps/sweep.h"
+#include "core/train/observer.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// What summary.json says about a run; also what the run history lists.
+struct RunSummary
+{
+    std::string dir;
+    std::string name;
+    // running, completed, stopped, failed; "interrupted" when summary.json says running but no live
+    // process holds the folder's lock (a crash, a reboot, kill -9).
+    std::string status;
+    std::string error;
+    double bestTestAcc = 0.0;
+    int bestEpoch = 0;
+    double finalTestAcc = 0.0;
+    int epochsDone = 0;
+    int epochsPlanned = 0;
+    int checkpointEpoch = 0;      // the epoch checkpoint.pt holds; 0: none
+    int bestCheckpointEpoch = 0;  // the epoch best.pt holds; 0: none
+    double meanEpochSeconds = 0.0;
+    double totalSeconds = 0.0;    // wall time over every session of the run
+    std::vector<std::string> devices;
+    std::string startTime;        // ISO 8601, UTC
+    std::string endTime;
+    std::vector<std::string> resumedAt;
+    long long pid = 0;            // the process that last ran it
+    std::string host;
+    std::string trainlabVersion;
+    std::string torchVersion;
+    SweepTag sweep;               // empty id: not part of a sweep
+
+    bool canResume() const { return status == "stopped" || status == "failed" || status == "interrupted"; }
+};
+
+// A run's folder: summary.json, config.json, metrics.csv (one row per epoch), checkpoint.pt, best.pt.
+// The folder is built as a hidden .creating-* folder and renamed into place complete, so a visible run
+// always has all three text files. The owning process holds an flock on the folder for as long as the
+// record exists; that lock is what tells a live run from an interrupted one.
+// Used from the one thread that drives the run.
+class RunRecord
+{
+public:
+    // Creates <runsDir>/<UTC timestamp>-<safe name>[-N]; throws when the folder cannot be made.
+    RunRecord(const std::string &runsDir, const ExperimentConfig &config, const std::vector<std::string> &devices,
+              const SweepTag &tag = {});
+    // Takes over an existing run folder to go on from `done` (the checkpoint's epochs): locks it (throws
+    // when another process holds it), removes stale temporary files, rewrites metrics.csv from done
+    // (dropping a torn or extra row), writes config.json and marks summary.json running again.
+    static std::unique_ptr<RunRecord> reopen(const std::string &dir, const ExperimentConfig &config,
+                                             const std::vector<EpochMetrics> &done, int checkpointEpoch);
+    ~RunRecord();
+    RunRecord(const RunRecord &) = delete;
+    RunRecord &operator=(const RunRecord &) = delete;
+
+    const std::string &dir() const { return m_dir; }
+    std::string checkpointPath() const { return m_dir + "/checkpoint.pt"; }
+    std::string bestPath() const { return m_dir + "/best.pt"; }
+    // Whether commitEpoch(m, ...) will store a checkpoint, by the config's `checkpoints` policy.
+    bool wantsCheckpoint(const EpochMetrics &m) const;
+    // Checkpoint first (checkpoint.pt, best.pt when it is the best epoch), then metrics.csv, then
+    // summary.json, each replaced atomically: the record never claims an epoch the checkpoint does not hold.
+    void commitEpoch(const EpochMetrics &metrics, const std::string &checkpointBytes);
+    void finish(const RunResult &result);
+    // True when the run folder was deleted or moved away while this record held it.
+    bool folderGone() const;
+    std::string goneMessage() const;
+
+    static std::string safeName(const std::string &name);
+    static const char *metricsHeader();
+    static std::string metricsRow(const EpochMetrics &m);
+
+private:
+    RunRecord() = default;
+    bool isBest(const EpochMetrics &m) const;
+    void writeSummary();
+    void lock(const std::string &dir);
+
+    std::string m_dir;
+    int m_lockFd = -1;
+    std::string m_checkpoints = "last+best";
+    RunSummary m_summary;
+    RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
+    double m_previousSeconds = 0.0;
+    std::chrono::steady_clock::time_point m_sessionStart = std::chrono::steady_clock::now();
+};
+
+RunSummary readRunSummary(const std::string &runDir);
+std::vector<EpochMetrics> readMetrics(const std::string &runDir);
+// The readers' parsing alone (the fuzzers' entry points): every number range-checked, errors name the file.
+RunSummary parseRunSummary(const std::string &text, const std::string &runDir);
+std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path);
+// Every run folder under runsDir with a summary.json, newest first; one that cannot be read (or is a symbolic
+// link) is listed with status "unreadable" and its problem in error. Throws when runsDir is not a folder.
+std::vector<RunSummary> listRuns(const std::string &runsDir);
+// True while a live process holds the run folder's lock.
+bool runFolderInUse(const std::string &runDir);
+std::string isoTimeUtc();
+std::string hostName();
+
+} // namespace trainlab

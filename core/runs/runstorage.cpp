@@ -1,0 +1,207 @@
+#include "core/runs/runstorage.h"
+
+#include "core/runs/runrecord.h"
+#include "core/util/atomicfile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace trainlab {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool isCheckpoint(const fs::path &p)
+{
+    const std::string name = p.filename().string();
+    return name == "checkpoint.pt" || name == "best.pt";
+}
+
+// Adds the files under dir to usage, each inode once.
+void addFolder(const fs::path &dir, RunsFolderUsage &usage, std::set<std::pair<dev_t, ino_t>> &seen)
+{
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec)) {
+        struct stat st {};
+        if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || !seen.insert({st.st_dev, st.st_ino}).second)
+            continue;
+        const auto bytes = static_cast<std::uint64_t>(st.st_size);
+        usage.totalBytes += bytes;
+        if (isCheckpoint(it->path()) && it->path().parent_path() == dir)
+            usage.checkpointBytes += bytes;
+    }
+}
+
+// Removes every entry under the open folder dirFd, links as links, sub-folders opened without following.
+void removeContents(int dirFd, const std::string &where)
+{
+    const int listFd = ::openat(dirFd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = listFd < 0 ? nullptr : ::fdopendir(listFd);
+    if (!dir) {
+        if (listFd >= 0)
+            ::close(listFd);
+        throw std::runtime_error(where + ": cannot be listed: " + std::strerror(errno));
+    }
+    std::vector<std::string> names;
+    while (const dirent *entry = ::readdir(dir)) {
+        const std::string name = entry->d_name;
+        if (name != "." && name != "..")
+            names.push_back(name);
+    }
+    ::closedir(dir);
+    for (const std::string &name : names) {
+        const std::string path = where + "/" + name;
+        struct stat st {};
+        if (::fstatat(dirFd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            const int sub = ::openat(dirFd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0)
+                throw std::runtime_error(path + ": cannot be deleted: " + std::strerror(errno));
+            try {
+                removeContents(sub, path);
+            } catch (...) {
+                ::close(sub);
+                throw;
+            }
+            ::close(sub);
+        }
+        if (::unlinkat(dirFd, name.c_str(), S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 && errno != ENOENT)
+            throw std::runtime_error(path + ": cannot be deleted: " + std::strerror(errno));
+    }
+}
+
+} // namespace
+
+void deleteRun(const std::string &runDir)
+{
+    struct stat st {};
+    if (::lstat(runDir.c_str(), &st) != 0)
+        throw std::runtime_error(runDir + ": cannot be deleted: " + std::strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        if (::unlink(runDir.c_str()) != 0)
+            throw std::runtime_error(runDir + ": the link cannot be deleted: " + std::strerror(errno));
+        return;
+    }
+    const int fd = ::open(runDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
+    }
+    std::string error;
+    try {
+        removeContents(fd, runDir);
+        if (::rmdir(runDir.c_str()) != 0)
+            error = runDir + ": cannot be deleted: " + std::strerror(errno);
+    } catch (const std::exception &e) {
+        error = e.what();
+    }
+    ::close(fd);
+    if (!error.empty())
+        throw std::runtime_error(error);
+}
+
+FolderLock::FolderLock(const std::string &dir)
+{
+    m_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (m_fd < 0)
+        throw std::runtime_error(dir + ": cannot be opened: " + std::strerror(errno));
+    if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(m_fd);
+        throw std::runtime_error(dir + ": in use by another TrainLab process; it runs there, not twice");
+    }
+}
+
+FolderLock::~FolderLock()
+{
+    ::close(m_fd);
+}
+
+RunsFolderUsage runsFolderUsage(const std::string &runsDir)
+{
+    RunsFolderUsage usage;
+    std::set<std::pair<dev_t, ino_t>> seen;
+    for (const RunSummary &run : listRuns(runsDir)) {
+        std::error_code ec;
+        if (fs::is_symlink(run.dir, ec))
+            continue;   // what a link leads to is not this folder's
+        ++usage.runs;
+        addFolder(run.dir, usage, seen);
+    }
+    return usage;
+}
+
+std::uint64_t deleteCheckpoints(const std::string &runDir)
+{
+    // The run's own lock, taken for the change, so no run or resume can start on it meanwhile.
+    // O_NOFOLLOW: a run folder that is a link does not lead to another folder's checkpoints.
+    const int fd = ::open(runDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        throw std::runtime_error(runDir + ": cannot be opened: "
+                                 + (errno == ELOOP ? std::string("it is a symbolic link") : std::strerror(errno)));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        throw std::runtime_error(runDir + ": in use by a running or resuming process; its checkpoints are kept");
+    }
+    std::uint64_t freed = 0;
+    std::string error;
+    try {
+        std::set<std::pair<dev_t, ino_t>> seen;
+        for (const char *name : {"checkpoint.pt", "best.pt"}) {
+            const std::string path = runDir + "/" + name;
+            struct stat st {};
+            if (::lstat(path.c_str(), &st) != 0)
+                continue;
+            if (::unlink(path.c_str()) != 0)
+                throw std::runtime_error(path + ": cannot be deleted: " + std::strerror(errno));
+            if (st.st_nlink <= 1 || !seen.insert({st.st_dev, st.st_ino}).second)
+                freed += static_cast<std::uint64_t>(st.st_size);
+        }
+        const std::string summaryPath = runDir + "/summary.json";
+        nlohmann::json summary = nlohmann::json::parse(readFile(summaryPath));
+        summary["checkpoint_epoch"] = 0;
+        summary["best_checkpoint_epoch"] = 0;
+        writeFileAtomic(summaryPath, summary.dump(2) + "\n");
+    } catch (const nlohmann::json::exception &e) {
+        error = runDir + "/summary.json: not valid JSON: " + e.what();
+    } catch (const std::exception &e) {
+        error = e.what();
+    }
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    if (!error.empty())
+        throw std::runtime_error(error);
+    return freed;
+}
+
+std::string formatBytes(std::uint64_t bytes)
+{
+    char text[32];
+    if (bytes >= (std::uint64_t(1) << 30))
+        std::snprintf(text, sizeof text, "%.1f GB", static_cast<double>(bytes) / double(1 << 30));
+    else if (bytes >= (std::uint64_t(1) << 20))
+        std::snprintf(text, sizeof text, "%.0f MB", static_cast<double>(bytes) / double(1 << 20));
+    else
+        std::snprintf(text, sizeof text, "%.0f KB", static_cast<double>(bytes) / 1024.0);
+    return text;
+}
+
+} // namespace trainlab

@@ -1,0 +1,105 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/sweeps/sweep.h"
+#include "core/train/observer.h"
+#include "core/train/trainer.h"
+
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// waiting: not started yet; running: started (a killed queue finds it so and resumes it).
+enum class EntryState { Waiting, Running, Completed, Stopped, Failed };
+const char *toString(EntryState state);
+
+struct QueueEntry
+{
+    ExperimentConfig config;
+    SweepTag tag;
+    EntryState state = EntryState::Waiting;
+    std::string runDir;           // set once the run's folder exists
+    std::string error;
+    int epochsDone = 0;
+    double bestTestAcc = 0.0;
+    double meanEpochSeconds = 0.0;
+    double imagesPerSecond = 0.0; // mean over its epochs, whole world
+    std::vector<EpochMetrics> metrics;
+};
+
+// An ordered list of experiments run one after another, never two at once. Optionally kept in a state file
+// (rewritten atomically on every change) so that a killed queue can go on where it stopped.
+// Not thread-safe: one thread (the CLI's, or the GUI's) owns it; runs report back to that thread.
+class Queue
+{
+public:
+    explicit Queue(std::string stateFile = {});
+    // Reads a state file; an entry found running is looked up in its folder and resumed from there.
+    static Queue load(const std::string &stateFile);
+
+    const std::vector<QueueEntry> &entries() const { return m_entries; }
+    const QueueEntry &at(std::size_t i) const { return m_entries.at(i); }
+    std::size_t size() const { return m_entries.size(); }
+    const std::string &stateFile() const { return m_stateFile; }
+    bool stopOnFailure() const { return m_stopOnFailure; }
+    void setStopOnFailure(bool on);
+    // The sweep the entries came from, when one did.
+    const std::string &sweepId() const { return m_sweepId; }
+    void setSweepId(const std::string &id);
+
+    void add(QueueEntry entry);
+    // Adds a sweep's planned runs, each tagged with sweepId.
+    void addSweep(const SweepConfig &sweep, const std::string &sweepId);
+    // Any entry but the running one may be removed (a finished run's folder stays); false otherwise.
+    bool remove(std::size_t i);
+    // Only entries that have not started may be moved; false otherwise.
+    bool move(std::size_t from, std::size_t to);
+    void clearFinished();
+
+    // The next entry to run: a running or stopped one with a folder first (to resume), then the first waiting.
+    // -1 when nothing is left, or when a failure stopped the queue.
+    int next() const;
+    bool hasWork() const { return next() >= 0; }
+    void markStarted(std::size_t i);
+    void setRunDir(std::size_t i, const std::string &runDir);
+    void markFinished(std::size_t i, const RunResult &result);
+    // Back to waiting (a stopped or failed entry the user wants run again from the start).
+    bool requeue(std::size_t i);
+    // Whether entry i should be resumed from its folder rather than started afresh.
+    bool resumes(std::size_t i) const;
+    bool failureStopped() const { return m_failureStopped; }
+
+    // Throws when the state file cannot be written; every change saves, noting a failure in saveError().
+    void save() const;
+    const std::string &saveError() const { return m_saveError; }
+
+private:
+    void changed() const;
+
+    std::string m_stateFile;
+    std::string m_sweepId;
+    std::vector<QueueEntry> m_entries;
+    bool m_stopOnFailure = false;
+    bool m_failureStopped = false;
+    mutable std::string m_saveError;
+};
+
+class QueueObserver : public TrainingObserver
+{
+public:
+    virtual void onEntryStarted(std::size_t, const QueueEntry &) {}
+    virtual void onEntryFinished(std::size_t, const QueueEntry &) {}
+};
+
+// Runs the queue's entries in order on the calling thread until none is left or stop is set (the current
+// run then ends `stopped`, the rest stay waiting). A failed run is recorded and the queue goes on, unless
+// stopOnFailure. Never throws. Each entry is a normal run folder under options.runsDir, tagged with its sweep.
+void runQueue(Queue &queue, QueueObserver &observer, const StopFlag &stop, const RunOptions &options = {});
+
+// A new sweep id, "<UTC stamp>-<safe name>[-N]", whose sweepDir does not exist yet.
+std::string newSweepId(const std::string &runsDir, const std::string &name);
+// <runsDir>/sweeps/<id>: sweep.json (the sweep, base inlined) and queue.json (the queue's state).
+std::string sweepDir(const std::string &runsDir, const std::string &sweepId);
+
+} // namespace trainlab

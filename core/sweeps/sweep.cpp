@@ -1,0 +1,449 @@
+#include "core/sweeps/sweep.h"
+
+#include "core/util/atomicfile.h"
+#include "core/util/jsonread.h"
+#include "core/util/numtext.h"
+#include "core/util/paths.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace trainlab {
+
+using namespace detail;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+std::string number(double value)
+{
+    return formatGeneral(value);
+}
+
+std::string joined(const std::vector<std::string> &devices)
+{
+    std::string text;
+    for (const auto &d : devices)
+        text += (text.empty() ? "" : ",") + d;
+    return text;
+}
+
+// Reads one axis: a non-empty array whose every element convert() accepts; problems name axes.KEY[i].
+template<typename T>
+void readAxis(const json &axes, const char *key, std::vector<T> &out, std::vector<std::string> &problems,
+              const std::string &expected, const std::function<bool(const json &, T &)> &convert)
+{
+    const auto it = axes.find(key);
+    if (it == axes.end())
+        return;
+    const std::string path = std::string("axes.") + key;
+    if (!it->is_array()) {
+        problems.push_back(path + ": must be a list of values, each " + expected + ", got " + typeName(*it) + " " + describe(*it));
+        return;
+    }
+    if (it->empty()) {
+        problems.push_back(path + ": must list at least one value (leave the key out to keep the base's), got []");
+        return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+        T value{};
+        if (convert((*it)[i], value))
+            out.push_back(value);
+        else
+            problems.push_back(path + "[" + std::to_string(i) + "]: must be " + expected + ", got " + describe((*it)[i]));
+    }
+}
+
+bool readBool(const json &root, const char *key, bool &out, std::vector<std::string> &problems)
+{
+    const auto it = root.find(key);
+    if (it == root.end())
+        return false;
+    if (it->is_boolean())
+        out = it->get<bool>();
+    else
+        problems.push_back(std::string(key) + ": must be true or false, got " + typeName(*it) + " " + describe(*it));
+    return true;
+}
+
+bool isInteger(const json &v)
+{
+    return v.is_number() && !(v.is_number_float() && std::floor(v.get<double>()) != v.get<double>());
+}
+
+ExperimentConfig readBase(const json &base, const std::string &baseDir, std::vector<std::string> &problems)
+{
+    try {
+        if (base.is_object())
+            return ExperimentConfig::fromJson(base.dump(), "base");
+        if (!base.is_string()) {
+            problems.push_back("base: must be an experiment object, a config file path or \"preset:NAME\", got "
+                               + typeName(base) + " " + describe(base));
+            return {};
+        }
+        const std::string ref = base.get<std::string>();
+        if (ref.rfind("preset:", 0) == 0)
+            return loadPreset(ref.substr(7));
+        const fs::path path = fs::path(ref).is_absolute() ? fs::path(ref) : fs::path(baseDir) / ref;
+        return ExperimentConfig::load(path.string());
+    } catch (const ConfigError &e) {
+        if (base.is_object() && !e.problems().empty()) {
+            for (const auto &p : e.problems())
+                problems.push_back("base." + p);
+        } else {
+            problems.push_back("base: " + std::string(e.what()));
+        }
+    }
+    return {};
+}
+
+// Applies run values to a copy of the base; -1 leaves an axis at the base's value.
+struct Choice
+{
+    std::map<std::string, std::size_t> index;
+};
+
+ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTag &tag)
+{
+    ExperimentConfig c = s.base;
+    for (const auto &axis : s.activeAxes()) {
+        const std::size_t i = choice.index.at(axis);
+        std::string shown;
+        if (axis == "learning_rate") {
+            c.learningRate = s.learningRate[i];
+            shown = number(c.learningRate);
+        } else if (axis == "batch_size") {
+            c.batchSize = s.batchSize[i];
+            shown = std::to_string(c.batchSize);
+        } else if (axis == "devices") {
+            c.devices = s.devices[i];
+            shown = joined(c.devices);
+        } else if (axis == "epochs") {
+            c.epochs = s.epochs[i];
+            shown = std::to_string(c.epochs);
+        } else if (axis == "seed") {
+            c.seed = s.seed[i];
+            shown = std::to_string(c.seed);
+        } else if (axis == "precision") {
+            c.precision = s.precision[i];
+            shown = c.precision;
+        } else if (axis == "momentum") {
+            c.momentum = s.momentum[i];
+            shown = number(c.momentum);
+        }
+        tag.values.emplace_back(axis, shown);
+    }
+    if (s.scaleLrWithBatch && s.base.batchSize > 0)
+        c.learningRate *= static_cast<double>(c.batchSize) / static_cast<double>(s.base.batchSize);
+    return c;
+}
+
+std::vector<Choice> choices(const SweepConfig &s)
+{
+    const auto axes = s.activeAxes();
+    std::vector<Choice> out;
+    const long long count = s.runCount();
+    if (count < 0)
+        return out;
+    if (s.mode == "zip") {
+        for (long long k = 0; k < count; ++k) {
+            Choice c;
+            for (const auto &a : axes)
+                c.index[a] = static_cast<std::size_t>(k);
+            out.push_back(c);
+        }
+        return out;
+    }
+    for (long long k = 0; k < count; ++k) {
+        Choice c;
+        long long rest = k;
+        for (auto a = axes.rbegin(); a != axes.rend(); ++a) {
+            const auto n = static_cast<long long>(s.axisSize(*a));
+            c.index[*a] = static_cast<std::size_t>(rest % n);
+            rest /= n;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+// The key a config problem ("devices[1]: ...", "batch_size: ...") is about.
+std::string axisOfProblem(const std::string &problem)
+{
+    return problem.substr(0, problem.find_first_of(":["));
+}
+
+} // namespace
+
+std::string SweepTag::label() const
+{
+    std::string text;
+    for (const auto &[axis, value] : values)
+        text += (text.empty() ? "" : " ") + axis + "=" + value;
+    return text;
+}
+
+const std::vector<std::string> &sweepAxisNames()
+{
+    static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs",
+                                                   "seed", "precision", "momentum"};
+    return names;
+}
+
+std::size_t SweepConfig::axisSize(const std::string &axis) const
+{
+    if (axis == "learning_rate")
+        return learningRate.size();
+    if (axis == "batch_size")
+        return batchSize.size();
+    if (axis == "devices")
+        return devices.size();
+    if (axis == "epochs")
+        return epochs.size();
+    if (axis == "seed")
+        return seed.size();
+    if (axis == "precision")
+        return precision.size();
+    if (axis == "momentum")
+        return momentum.size();
+    return 0;
+}
+
+std::vector<std::string> SweepConfig::activeAxes() const
+{
+    std::vector<std::string> axes;
+    for (const auto &a : sweepAxisNames()) {
+        if (axisSize(a) > 0)
+            axes.push_back(a);
+    }
+    return axes;
+}
+
+long long SweepConfig::runCount() const
+{
+    const auto axes = activeAxes();
+    long long count = 1;
+    if (mode == "zip") {
+        if (axes.empty())
+            return 1;
+        const std::size_t n = axisSize(axes.front());
+        for (const auto &a : axes) {
+            if (axisSize(a) != n)
+                return -1;
+        }
+        return static_cast<long long>(n);
+    }
+    for (const auto &a : axes) {
+        count *= static_cast<long long>(axisSize(a));
+        if (count > kMaxRuns)
+            return count;   // already too many; stop before it can overflow
+    }
+    return count;
+}
+
+std::vector<std::string> SweepConfig::validate() const
+{
+    std::vector<std::string> problems;
+    if (name.empty())
+        problems.push_back("name: must not be empty, got \"\"");
+    if (mode != "grid" && mode != "zip") {
+        problems.push_back("mode: must be \"grid\" or \"zip\", got " + quote(mode));
+        return problems;
+    }
+    const long long count = runCount();
+    if (count < 0) {
+        std::string sizes;
+        for (const auto &a : activeAxes())
+            sizes += (sizes.empty() ? "" : ", ") + a + " " + std::to_string(axisSize(a));
+        problems.push_back("axes: zip mode needs every axis to have the same number of values, got " + sizes);
+        return problems;
+    }
+    if (count > kMaxRuns) {
+        problems.push_back("axes: the grid has " + std::to_string(count) + " runs or more; at most "
+                           + std::to_string(kMaxRuns));
+        return problems;
+    }
+    if (scaleLrWithBatch && batchSize.empty())
+        problems.push_back("scale_lr_with_batch: needs a batch_size axis to scale by, got true");
+    std::set<std::string> seen;
+    const auto all = choices(*this);
+    const auto axes = activeAxes();
+    // The base's own invalid values count once; an axis value's problem is named by its position.
+    for (std::size_t k = 0; k < all.size(); ++k) {
+        SweepTag tag;
+        const ExperimentConfig run = applyChoice(*this, all[k], tag);
+        for (const auto &p : run.validate()) {
+            const std::string axis = axisOfProblem(p);
+            std::string named;
+            if (std::find(axes.begin(), axes.end(), axis) != axes.end()) {
+                named = "axes." + axis + "[" + std::to_string(all[k].index.at(axis)) + "]" + p.substr(axis.size());
+                if (axis == "learning_rate" && scaleLrWithBatch)
+                    named += " (after scale_lr_with_batch, run " + std::to_string(k + 1) + ": " + tag.label() + ")";
+            } else {
+                named = "base." + p;
+            }
+            if (seen.insert(named).second)
+                problems.push_back(named);
+        }
+    }
+    return problems;
+}
+
+std::string SweepConfig::toJson() const
+{
+    json axes = json::object();
+    if (!learningRate.empty())
+        axes["learning_rate"] = learningRate;
+    if (!batchSize.empty())
+        axes["batch_size"] = batchSize;
+    if (!devices.empty())
+        axes["devices"] = devices;
+    if (!epochs.empty())
+        axes["epochs"] = epochs;
+    if (!seed.empty())
+        axes["seed"] = seed;
+    if (!precision.empty())
+        axes["precision"] = precision;
+    if (!momentum.empty())
+        axes["momentum"] = momentum;
+    json j = {
+        {"schema_version", kSchemaVersion},
+        {"name", name},
+        {"base", json::parse(base.toJson())},
+        {"mode", mode},
+        {"axes", axes},
+        {"scale_lr_with_batch", scaleLrWithBatch},
+        {"stop_on_failure", stopOnFailure},
+    };
+    return j.dump(2) + "\n";
+}
+
+SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &origin, const std::string &baseDir)
+{
+    StrictJson doc = parseStrict(text, origin);
+    std::vector<std::string> problems = std::move(doc.problems);
+    const json &root = doc.root;
+    SweepConfig s;
+    Reader top(root, "", problems, doc.written);
+    top.checkUnknown({"schema_version", "name", "base", "mode", "axes", "scale_lr_with_batch", "stop_on_failure"});
+    int schema = kSchemaVersion;
+    top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
+    if (schema != kSchemaVersion)
+        problems.push_back("schema_version: must be " + std::to_string(kSchemaVersion) + ", got " + std::to_string(schema));
+    top.string("name", s.name);
+    top.string("mode", s.mode);
+    readBool(root, "scale_lr_with_batch", s.scaleLrWithBatch, problems);
+    readBool(root, "stop_on_failure", s.stopOnFailure, problems);
+    if (const auto base = root.find("base"); base != root.end())
+        s.base = readBase(*base, baseDir, problems);
+    else
+        problems.push_back("base: missing (an experiment object, a config file path or \"preset:NAME\")");
+    if (const json *axes = top.object("axes")) {
+        Reader r(*axes, "axes", problems, doc.written);
+        r.checkUnknown({sweepAxisNames().begin(), sweepAxisNames().end()});
+        readAxis<double>(*axes, "learning_rate", s.learningRate, problems, "a number",
+                         [](const json &v, double &out) {
+                             if (!v.is_number())
+                                 return false;
+                             out = v.get<double>();
+                             return true;
+                         });
+        readAxis<double>(*axes, "momentum", s.momentum, problems, "a number", [](const json &v, double &out) {
+            if (!v.is_number())
+                return false;
+            out = v.get<double>();
+            return true;
+        });
+        readAxis<std::int64_t>(*axes, "batch_size", s.batchSize, problems, "an integer from 1 to 1000000",
+                               [](const json &v, std::int64_t &out) { return isInteger(v) && fitsInto(v, out); });
+        readAxis<int>(*axes, "epochs", s.epochs, problems, "an integer from 1 to 100000",
+                      [](const json &v, int &out) { return isInteger(v) && fitsInto(v, out); });
+        readAxis<std::uint64_t>(*axes, "seed", s.seed, problems, "an integer from 0 to 9223372036854775807",
+                                [](const json &v, std::uint64_t &out) {
+                                    return isInteger(v) && fitsInto(v, out) && out <= static_cast<std::uint64_t>(kInt64Max);
+                                });
+        readAxis<std::string>(*axes, "precision", s.precision, problems, "a string", [](const json &v, std::string &out) {
+            if (!v.is_string())
+                return false;
+            out = v.get<std::string>();
+            return true;
+        });
+        readAxis<std::vector<std::string>>(*axes, "devices", s.devices, problems,
+                                           "a non-empty array of device names, as [\"cpu\"] or [\"cuda:0\",\"cuda:1\"]",
+                                           [](const json &v, std::vector<std::string> &out) {
+                                               if (!v.is_array() || v.empty())
+                                                   return false;
+                                               for (const auto &d : v) {
+                                                   if (!d.is_string())
+                                                       return false;
+                                                   out.push_back(d.get<std::string>());
+                                               }
+                                               return true;
+                                           });
+    }
+    throwProblems(origin, problems);
+    return s;
+}
+
+SweepConfig SweepConfig::load(const std::string &path)
+{
+    return fromJson(readBoundedFile(path), path, fs::path(path).parent_path().string().empty()
+                                                     ? std::string(".")
+                                                     : fs::path(path).parent_path().string());
+}
+
+void SweepConfig::save(const std::string &path) const
+{
+    writeFileAtomic(path, toJson());
+}
+
+std::vector<PlannedRun> planSweep(const SweepConfig &sweep)
+{
+    const long long count = sweep.runCount();
+    if (count < 0 || count > SweepConfig::kMaxRuns)
+        throw ConfigError("sweep " + sweep.name + ": cannot plan its runs (see validate())");
+    std::vector<PlannedRun> runs;
+    const auto all = choices(sweep);
+    for (std::size_t k = 0; k < all.size(); ++k) {
+        PlannedRun run;
+        run.config = applyChoice(sweep, all[k], run.tag);
+        run.config.name = sweep.name + "-" + std::to_string(k + 1);
+        run.tag.index = static_cast<int>(k);
+        run.tag.count = static_cast<int>(all.size());
+        runs.push_back(std::move(run));
+    }
+    return runs;
+}
+
+std::vector<std::string> sweepPresetNames()
+{
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(resourcesDir() + "/presets/sweeps", ec)) {
+        if (entry.path().extension() == ".json")
+            names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+SweepConfig loadSweepPreset(const std::string &name)
+{
+    const auto names = sweepPresetNames();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string known;
+        for (const auto &n : names)
+            known += (known.empty() ? "" : ", ") + n;
+        throw ConfigError("unknown sweep preset \"" + name + "\" (known: " + known + ")");
+    }
+    return SweepConfig::load(resourcesDir() + "/presets/sweeps/" + name + ".json");
+}
+
+} // namespace trainlab

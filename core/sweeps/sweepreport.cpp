@@ -1,0 +1,254 @@
+#include "core/sweeps/sweepreport.h"
+
+#include "core/runs/runrecord.h"
+#include "core/util/numtext.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace trainlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string statusText(EntryState state)
+{
+    return state == EntryState::Waiting ? "not started" : toString(state);
+}
+
+std::string valueOf(const SweepTag &tag, const std::string &axis)
+{
+    for (const auto &[a, v] : tag.values) {
+        if (a == axis)
+            return v;
+    }
+    return {};
+}
+
+std::string fixed(double value, int decimals)
+{
+    return formatFixed(value, decimals);
+}
+
+std::string csvField(const std::string &text)
+{
+    if (text.find_first_of(",\"\n") == std::string::npos)
+        return text;
+    std::string quoted = "\"";
+    for (const char c : text)
+        quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+}
+
+} // namespace
+
+SweepTable sweepTable(const std::vector<QueueEntry> &entries)
+{
+    SweepTable table;
+    std::set<std::string> present;
+    for (const auto &e : entries) {
+        for (const auto &v : e.tag.values)
+            present.insert(v.first);
+    }
+    for (const auto &axis : sweepAxisNames()) {
+        if (present.count(axis))
+            table.axes.push_back(axis);
+    }
+    std::string firstDevices;
+    std::set<std::string> deviceSets;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const QueueEntry &e = entries[i];
+        SweepRow row;
+        row.index = e.tag.index >= 0 ? e.tag.index + 1 : static_cast<int>(i) + 1;
+        for (const auto &axis : table.axes)
+            row.values.push_back(valueOf(e.tag, axis));
+        row.status = statusText(e.state);
+        row.error = e.error;
+        row.devices = static_cast<int>(e.config.devices.size());
+        row.bestTestAcc = e.bestTestAcc;
+        row.secondsPerEpoch = e.meanEpochSeconds;
+        row.imagesPerSecond = e.imagesPerSecond;
+        row.runDir = e.runDir;
+        const std::string devices = valueOf(e.tag, "devices");
+        if (!devices.empty()) {
+            if (firstDevices.empty())
+                firstDevices = devices;
+            deviceSets.insert(devices);
+        }
+        table.rows.push_back(std::move(row));
+    }
+    const auto devicesAxis = std::find(table.axes.begin(), table.axes.end(), "devices");
+    table.hasScaling = devicesAxis != table.axes.end() && deviceSets.size() > 1;
+    if (!table.hasScaling)
+        return table;
+    const auto d = static_cast<std::size_t>(devicesAxis - table.axes.begin());
+    for (SweepRow &row : table.rows) {
+        // The reference: the first device set, every other axis the same.
+        for (const SweepRow &ref : table.rows) {
+            bool same = ref.values[d] == firstDevices;
+            for (std::size_t a = 0; a < table.axes.size() && same; ++a)
+                same = a == d || ref.values[a] == row.values[a];
+            if (!same)
+                continue;
+            if (ref.imagesPerSecond > 0 && row.imagesPerSecond > 0 && ref.devices > 0) {
+                row.speedup = row.imagesPerSecond / ref.imagesPerSecond;
+                row.ideal = static_cast<double>(row.devices) / ref.devices;
+                row.efficiency = 100.0 * row.speedup / row.ideal;
+            }
+            break;
+        }
+    }
+    return table;
+}
+
+std::string formatSweepTable(const SweepTable &table)
+{
+    std::vector<std::string> header = {"#"};
+    for (const auto &a : table.axes)
+        header.push_back(a);
+    for (const char *h : {"status", "best acc", "sec/epoch", "img/s"})
+        header.push_back(h);
+    if (table.hasScaling) {
+        for (const char *h : {"speed-up", "ideal", "eff %"})
+            header.push_back(h);
+    }
+    std::vector<std::vector<std::string>> cells;
+    for (const SweepRow &r : table.rows) {
+        std::vector<std::string> line = {std::to_string(r.index)};
+        line.insert(line.end(), r.values.begin(), r.values.end());
+        const bool ran = r.status != "not started";
+        line.push_back(r.status);
+        line.push_back(ran && r.secondsPerEpoch > 0 ? fixed(r.bestTestAcc, 3) : "-");
+        line.push_back(ran && r.secondsPerEpoch > 0 ? fixed(r.secondsPerEpoch, 1) : "-");
+        line.push_back(ran && r.imagesPerSecond > 0 ? fixed(r.imagesPerSecond, 1) : "-");
+        if (table.hasScaling) {
+            line.push_back(r.speedup > 0 ? fixed(r.speedup, 2) + "x" : "-");
+            line.push_back(r.ideal > 0 ? fixed(r.ideal, 2) + "x" : "-");
+            line.push_back(r.efficiency > 0 ? fixed(r.efficiency, 0) : "-");
+        }
+        cells.push_back(std::move(line));
+    }
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) {
+        width[c] = header[c].size();
+        for (const auto &line : cells)
+            width[c] = std::max(width[c], line[c].size());
+    }
+    auto render = [&](const std::vector<std::string> &line) {
+        std::string text;
+        for (std::size_t c = 0; c < line.size(); ++c) {
+            const std::string pad(width[c] - line[c].size(), ' ');
+            // Numbers right-aligned, names left-aligned.
+            const bool numeric = c == 0 || c > table.axes.size() + 1;
+            text += (c ? "  " : "") + (numeric ? pad + line[c] : line[c] + pad);
+        }
+        while (!text.empty() && text.back() == ' ')
+            text.pop_back();
+        return text + "\n";
+    };
+    std::string out = render(header);
+    for (const auto &line : cells)
+        out += render(line);
+    for (const SweepRow &r : table.rows) {
+        if (!r.error.empty())
+            out += "run " + std::to_string(r.index) + " " + r.status + ": " + r.error + "\n";
+    }
+    return out;
+}
+
+std::string sweepTableCsv(const SweepTable &table)
+{
+    std::string out = "index";
+    for (const auto &a : table.axes)
+        out += "," + a;
+    out += ",status,best_test_acc,sec_per_epoch,images_per_second,device_count,speedup,ideal,efficiency_pct,run_dir,error\n";
+    for (const SweepRow &r : table.rows) {
+        out += std::to_string(r.index);
+        for (const auto &v : r.values)
+            out += "," + csvField(v);
+        out += "," + r.status + "," + fixed(r.bestTestAcc, 6) + "," + fixed(r.secondsPerEpoch, 3) + ","
+               + fixed(r.imagesPerSecond, 1) + "," + std::to_string(r.devices) + "," + fixed(r.speedup, 4) + ","
+               + fixed(r.ideal, 4) + "," + fixed(r.efficiency, 2) + "," + csvField(r.runDir) + "," + csvField(r.error)
+               + "\n";
+    }
+    return out;
+}
+
+std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::string &sweepId)
+{
+    std::error_code ec;
+    const std::string state = sweepDir(runsDir, sweepId) + "/queue.json";
+    if (fs::exists(state, ec)) {
+        try {
+            std::vector<QueueEntry> entries;
+            const Queue queue = Queue::load(state);
+            for (const QueueEntry &e : queue.entries()) {
+                if (e.tag.id != sweepId)
+                    continue;
+                entries.push_back(e);
+                // queue.json keeps no per-epoch metrics; the run folder's metrics.csv has them.
+                QueueEntry &added = entries.back();
+                if (added.metrics.empty() && !added.runDir.empty()) {
+                    try {
+                        added.metrics = readMetrics(added.runDir);
+                    } catch (const std::exception &) {
+                        // An unreadable metrics.csv: the run is still listed, without its curve.
+                    }
+                }
+            }
+            return entries;
+        } catch (const std::exception &) {
+            // A damaged state file: the run folders below still tell what ran.
+        }
+    }
+    std::map<int, QueueEntry> byIndex;
+    for (const RunSummary &s : listRuns(runsDir)) {
+        if (s.sweep.id != sweepId || byIndex.count(s.sweep.index))
+            continue;   // newest first: a rerun of an index hides the older folder
+        QueueEntry e;
+        try {
+            e.config = ExperimentConfig::load(s.dir + "/config.json");
+            e.metrics = readMetrics(s.dir);
+        } catch (const std::exception &) {
+            continue;
+        }
+        e.tag = s.sweep;
+        e.runDir = s.dir;
+        e.error = s.error;
+        e.state = s.status == "completed" ? EntryState::Completed
+                  : s.status == "failed"  ? EntryState::Failed
+                  : s.status == "running" ? EntryState::Running
+                                          : EntryState::Stopped;
+        e.epochsDone = static_cast<int>(e.metrics.size());
+        RunResult r;
+        r.epochs = e.metrics;
+        r.summarize();
+        e.bestTestAcc = r.bestTestAcc;
+        e.meanEpochSeconds = r.meanEpochSeconds;
+        double ips = 0.0;
+        for (const auto &m : e.metrics)
+            ips += m.imagesPerSecond / static_cast<double>(e.metrics.size());
+        e.imagesPerSecond = ips;
+        byIndex.emplace(s.sweep.index, std::move(e));
+    }
+    std::vector<QueueEntry> entries;
+    for (auto &[index, e] : byIndex)
+        entries.push_back(std::move(e));
+    return entries;
+}
+
+std::vector<std::string> listSweepIds(const std::string &runsDir)
+{
+    std::vector<std::string> ids;
+    for (const RunSummary &s : listRuns(runsDir)) {
+        if (!s.sweep.id.empty() && std::find(ids.begin(), ids.end(), s.sweep.id) == ids.end())
+            ids.push_back(s.sweep.id);
+    }
+    return ids;
+}
+
+} // namespace trainlab

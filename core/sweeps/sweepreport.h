@@ -1,0 +1,46 @@
+#pragma once
+
+#include "core/sweeps/queue.h"
+
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// One row of a sweep's closing table.
+struct SweepRow
+{
+    int index = 0;                         // 1-based
+    std::vector<std::string> values;       // one per SweepTable::axes
+    std::string status;                    // completed, stopped, failed, not started, running
+    std::string error;
+    int devices = 0;
+    double bestTestAcc = 0.0;
+    double secondsPerEpoch = 0.0;
+    double imagesPerSecond = 0.0;
+    // A devices axis: against the run with the first device set and the same other values. 0: none.
+    double speedup = 0.0;
+    double ideal = 0.0;
+    double efficiency = 0.0;               // percent: speedup / ideal
+    std::string runDir;
+};
+
+struct SweepTable
+{
+    std::vector<std::string> axes;
+    bool hasScaling = false;               // a devices axis with more than one value
+    std::vector<SweepRow> rows;
+};
+
+// From the queue's entries (axes from their tags, in sweepAxisNames() order).
+SweepTable sweepTable(const std::vector<QueueEntry> &entries);
+// Fixed-width text, one line per run, as `trainlab-cli sweep` prints at the end.
+std::string formatSweepTable(const SweepTable &table);
+std::string sweepTableCsv(const SweepTable &table);
+
+// The entries of a finished or interrupted sweep read back from its run folders (for the Compare view).
+std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::string &sweepId);
+// The sweep ids found in runsDir's run folders, newest first.
+std::vector<std::string> listSweepIds(const std::string &runsDir);
+
+} // namespace trainlab

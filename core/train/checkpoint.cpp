@@ -1,0 +1,185 @@
+#include "core/train/checkpoint.h"
+
+#include "core/train/engine.h"
+#include "core/util/atomicfile.h"
+
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <sstream>
+
+namespace trainlab {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMetricColumns = 6;
+
+torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
+{
+    torch::Tensor t = torch::zeros({static_cast<std::int64_t>(rows.size()), kMetricColumns}, torch::kFloat64);
+    auto a = t.accessor<double, 2>();
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        const EpochMetrics &m = rows[i];
+        const double values[kMetricColumns] = {static_cast<double>(m.epoch), m.trainLoss, m.trainAcc, m.testAcc,
+                                               m.seconds, m.imagesPerSecond};
+        for (int c = 0; c < kMetricColumns; ++c)
+            a[static_cast<std::int64_t>(i)][c] = values[c];
+    }
+    return t;
+}
+
+std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
+{
+    std::vector<EpochMetrics> rows;
+    if (t.dim() != 2 || t.size(1) != kMetricColumns)
+        throw std::runtime_error("metrics table has the wrong shape");
+    const torch::Tensor c = t.to(torch::kFloat64).contiguous();
+    auto a = c.accessor<double, 2>();
+    for (std::int64_t i = 0; i < c.size(0); ++i)
+        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5]});
+    return rows;
+}
+
+void collectDifferences(const json &a, const json &b, const std::string &prefix, std::vector<std::string> &out)
+{
+    if (a.is_object() && b.is_object()) {
+        for (auto it = a.begin(); it != a.end(); ++it) {
+            const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+            if (!b.contains(it.key()))
+                out.push_back(key);
+            else
+                collectDifferences(it.value(), b.at(it.key()), key, out);
+        }
+        for (auto it = b.begin(); it != b.end(); ++it) {
+            if (!a.contains(it.key()))
+                out.push_back(prefix.empty() ? it.key() : prefix + "." + it.key());
+        }
+        return;
+    }
+    if (a != b)
+        out.push_back(prefix.empty() ? "(whole configuration)" : prefix);
+}
+
+CheckpointInfo readInfo(torch::serialize::InputArchive &archive)
+{
+    CheckpointInfo info;
+    c10::IValue version;
+    if (!archive.try_read("format_version", version))
+        throw std::runtime_error("written by an older TrainLab (format 1, without its configuration); it cannot be resumed");
+    info.formatVersion = static_cast<int>(version.toInt());
+    if (info.formatVersion != CheckpointInfo::kFormatVersion)
+        throw std::runtime_error("format version " + std::to_string(info.formatVersion) + ", this TrainLab reads "
+                                 + std::to_string(CheckpointInfo::kFormatVersion));
+    torch::Tensor epoch, seed, metrics;
+    archive.read("epoch", epoch);
+    archive.read("seed", seed);
+    archive.read("metrics", metrics);
+    c10::IValue config, hash;
+    archive.read("config", config);
+    archive.read("config_hash", hash);
+    info.epoch = static_cast<int>(epoch.item<std::int64_t>());
+    info.seed = static_cast<std::uint64_t>(seed.item<std::int64_t>());
+    info.config = config.toStringRef();
+    info.configHash = hash.toStringRef();
+    info.metrics = metricsRows(metrics);
+    if (fnv1aHex(info.config) != info.configHash)
+        throw std::runtime_error("its configuration does not match its hash");
+    if (static_cast<int>(info.metrics.size()) != info.epoch)
+        throw std::runtime_error("it holds " + std::to_string(info.metrics.size()) + " epochs of metrics for epoch "
+                                 + std::to_string(info.epoch));
+    return info;
+}
+
+} // namespace
+
+std::string fnv1aHex(const std::string &data)
+{
+    std::uint64_t hash = 1469598103934665603ULL;
+    for (const unsigned char c : data)
+        hash = (hash ^ c) * 1099511628211ULL;
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+}
+
+std::string checkpointConfigJson(const std::string &configJson)
+{
+    json j = json::parse(configJson);
+    j.erase("epochs");
+    return j.dump();
+}
+
+std::vector<std::string> configDifferences(const std::string &a, const std::string &b)
+{
+    std::vector<std::string> out;
+    collectDifferences(json::parse(a), json::parse(b), "", out);
+    return out;
+}
+
+std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info)
+{
+    torch::serialize::OutputArchive archive, modelArchive, optimizerArchive;
+    model.save(modelArchive);
+    optimizer.save(optimizerArchive);
+    archive.write("model", modelArchive);
+    archive.write("optimizer", optimizerArchive);
+    archive.write("format_version", c10::IValue(static_cast<std::int64_t>(CheckpointInfo::kFormatVersion)));
+    archive.write("epoch", torch::tensor(static_cast<std::int64_t>(info.epoch)));
+    archive.write("seed", torch::tensor(static_cast<std::int64_t>(info.seed)));
+    archive.write("config", c10::IValue(info.config));
+    archive.write("config_hash", c10::IValue(fnv1aHex(info.config)));
+    archive.write("metrics", metricsTensor(info.metrics));
+    archive.write("cpu_rng_state", at::detail::getDefaultCPUGenerator().get_state());
+    std::ostringstream out;
+    archive.save_to(out);
+    return out.str();
+}
+
+void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer,
+                    const CheckpointInfo &info)
+{
+    writeFileAtomic(path, serializeCheckpoint(model, optimizer, info));
+}
+
+CheckpointInfo readCheckpointInfo(const std::string &bytes, const std::string &origin)
+{
+    try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(bytes.data(), bytes.size());
+        return readInfo(archive);
+    } catch (const std::exception &e) {
+        throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
+    }
+}
+
+CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &origin, torch::nn::Module &model,
+                                   torch::optim::Optimizer *optimizer, const torch::Device &device)
+{
+    try {
+        torch::serialize::InputArchive archive, modelArchive;
+        archive.load_from(bytes.data(), bytes.size(), device);
+        CheckpointInfo info = readInfo(archive);
+        archive.read("model", modelArchive);
+        model.load(modelArchive);
+        if (optimizer) {
+            torch::serialize::InputArchive optimizerArchive;
+            archive.read("optimizer", optimizerArchive);
+            optimizer->load(optimizerArchive);
+        }
+        return info;
+    } catch (const std::exception &e) {
+        throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
+    }
+}
+
+CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
+{
+    return loadCheckpointBytes(readFile(path, kMaxCheckpointBytes), path, model, optimizer);
+}
+
+} // namespace trainlab

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "core/train/observer.h"
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// What a checkpoint says about the run it belongs to, beside the weights and the optimizer state.
+struct CheckpointInfo
+{
+    static constexpr int kFormatVersion = 2;
+
+    int formatVersion = kFormatVersion;
+    int epoch = 0;                          // the last complete epoch the weights are from
+    std::uint64_t seed = 0;
+    std::string config;                     // the run's configuration as JSON, epochs left out
+    std::string configHash;                 // FNV-1a of config
+    std::vector<EpochMetrics> metrics;      // epochs 1..epoch, so the run record can be rebuilt from it
+};
+
+// The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow.
+std::string checkpointConfigJson(const std::string &configJson);
+std::string fnv1aHex(const std::string &data);
+// Names every key (as a dotted path) whose value differs between two such JSON texts; empty when equal.
+std::vector<std::string> configDifferences(const std::string &a, const std::string &b);
+
+// Serialised in memory, so a full disk surfaces as an error from writeFileAtomic rather than as an
+// exception thrown from PyTorchStreamWriter's destructor (which terminates the process).
+std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info);
+// Atomic (temporary file, fsync, rename); throws naming the file.
+void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer,
+                    const CheckpointInfo &info);
+
+// origin names the file in errors. Throws "<origin>: not a TrainLab checkpoint: ..." for anything unreadable.
+CheckpointInfo readCheckpointInfo(const std::string &bytes, const std::string &origin);
+// Loads the weights (and the optimizer state when given) onto device; returns the checkpoint's info.
+CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &origin, torch::nn::Module &model,
+                                   torch::optim::Optimizer *optimizer, const torch::Device &device = torch::kCPU);
+CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model,
+                              torch::optim::Optimizer *optimizer = nullptr);
+
+} // namespace trainlab

@@ -1,0 +1,100 @@
+#include "core/train/model.h"
+
+#include <torch/torch.h>
+
+namespace trainlab {
+
+namespace {
+
+// d2l's Residual: conv-BN-ReLU-conv-BN plus an identity or 1x1-conv shortcut.
+class ResidualImpl : public torch::nn::Cloneable<ResidualImpl>
+{
+public:
+    ResidualImpl(int inChannels, int outChannels, bool use1x1, int stride)
+        : m_in(inChannels), m_out(outChannels), m_use1x1(use1x1), m_stride(stride)
+    {
+        reset();
+    }
+
+    void reset() override
+    {
+        namespace nn = torch::nn;
+        conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(m_in, m_out, 3).stride(m_stride).padding(1)));
+        conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(m_out, m_out, 3).padding(1)));
+        if (m_use1x1)
+            conv3 = register_module("conv3", nn::Conv2d(nn::Conv2dOptions(m_in, m_out, 1).stride(m_stride)));
+        bn1 = register_module("bn1", nn::BatchNorm2d(m_out));
+        bn2 = register_module("bn2", nn::BatchNorm2d(m_out));
+    }
+
+    torch::Tensor forward(const torch::Tensor &x)
+    {
+        // In place as d2l's `Y += X; relu(Y)`: BatchNorm's backward needs its input, not its output.
+        torch::Tensor y = bn1(conv1(x)).relu_();
+        y = bn2(conv2(y));
+        return y.add_(conv3 ? conv3(x) : x).relu_();
+    }
+
+    torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
+    torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+
+private:
+    int m_in, m_out;
+    bool m_use1x1;
+    int m_stride;
+};
+TORCH_MODULE(Residual);
+
+// Nested Sequentials cannot be stored in a Sequential, so each block's residuals join the net directly.
+void addResnetBlock(torch::nn::Sequential &net, const std::string &name, int inChannels, int outChannels,
+                    int residuals, bool firstBlock)
+{
+    for (int i = 0; i < residuals; ++i) {
+        const std::string key = name + "_" + std::to_string(i);
+        if (i == 0 && !firstBlock)
+            net->push_back(std::string(key), Residual(inChannels, outChannels, true, 2));
+        else
+            net->push_back(std::string(key), Residual(outChannels, outChannels, false, 1));
+    }
+}
+
+} // namespace
+
+torch::nn::Sequential makeResNet18(int inChannels, int numClasses)
+{
+    namespace nn = torch::nn;
+    nn::Sequential net;
+    net->push_back("conv", nn::Conv2d(nn::Conv2dOptions(inChannels, 64, 3).stride(1).padding(1)));
+    net->push_back("bn", nn::BatchNorm2d(64));
+    net->push_back("relu", nn::ReLU());
+    addResnetBlock(net, "resnet_block1", 64, 64, 2, true);
+    addResnetBlock(net, "resnet_block2", 64, 128, 2, false);
+    addResnetBlock(net, "resnet_block3", 128, 256, 2, false);
+    addResnetBlock(net, "resnet_block4", 256, 512, 2, false);
+    net->push_back("global_avg_pool", nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({1, 1})));
+    net->push_back("flatten", nn::Flatten());
+    net->push_back("fc", nn::Linear(512, numClasses));
+    return net;
+}
+
+void initD2lWeights(torch::nn::Module &model)
+{
+    torch::NoGradGuard noGrad;
+    // Only the net's own layers: d2l's Residual is built of LazyConv2d, which init_weights's type test skips.
+    for (auto &module : model.children()) {
+        if (auto *conv = module->as<torch::nn::Conv2d>())
+            torch::nn::init::normal_(conv->weight, 0.0, 0.01);
+        else if (auto *linear = module->as<torch::nn::Linear>())
+            torch::nn::init::normal_(linear->weight, 0.0, 0.01);
+    }
+}
+
+std::int64_t parameterCount(const torch::nn::Module &model)
+{
+    std::int64_t count = 0;
+    for (const auto &p : model.parameters())
+        count += p.numel();
+    return count;
+}
+
+} // namespace trainlab
