@@ -93,6 +93,8 @@ private Q_SLOTS:
     void init();
     void recordFilesRefused_data();
     void recordFilesRefused();
+    void fifoNeverBlocks_data();
+    void fifoNeverBlocks();
     void metricsRowsRangeChecked_data();
     void metricsRowsRangeChecked();
     void localeNeverChangesFiles_data();
@@ -179,6 +181,47 @@ void tst_Hostile::recordFilesRefused()
         QVERIFY(trainlab::runsFolderUsage(m_runs).runs == 0);
         QVERIFY(fs::exists(outside + "/summary.json"));
     }
+}
+
+void tst_Hostile::fifoNeverBlocks_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::newRow("checkpoint.pt (resume)") << "checkpoint.pt";
+    QTest::newRow("queue.json (sweep --resume, the window's queue)") << "queue.json";
+    QTest::newRow("metrics.csv (overlay, export)") << "metrics.csv";
+}
+
+// A FIFO where a record file belongs is refused at once by name; nothing waits for a writer (issue 27).
+void tst_Hostile::fifoNeverBlocks()
+{
+    QFETCH(QString, file);
+    const std::string dir = makeRun(m_runs, "fifo");
+    writeText(dir + "/summary.json", R"({"name": "fifo", "status": "stopped", "epochs_done": 2})");
+    const std::string path = dir + "/" + file.toStdString();
+    fs::remove(path);
+    QCOMPARE(::mkfifo(path.c_str(), 0600), 0);
+    QElapsedTimer timer;
+    timer.start();
+    std::string error;
+    if (file == "checkpoint.pt") {
+        RecordingObserver observer;
+        trainlab::StopFlag stop{false};
+        error = trainlab::resumeRun(dir, observer, stop, {}, 0).error;
+    } else if (file == "queue.json") {
+        try {
+            trainlab::Queue::load(path);
+        } catch (const std::exception &e) {
+            error = e.what();
+        }
+    } else {
+        try {
+            trainlab::readMetrics(dir);
+        } catch (const std::exception &e) {
+            error = e.what();
+        }
+    }
+    QVERIFY2(timer.elapsed() < 5000, "a FIFO blocked a reader");
+    QVERIFY2(error.find(path + ": is a FIFO, not a regular file") != std::string::npos, error.c_str());
 }
 
 void tst_Hostile::metricsRowsRangeChecked_data()
