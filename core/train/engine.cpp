@@ -3,6 +3,7 @@
 #include "core/runs/runrecord.h"
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
+#include "core/train/fusedsgd.h"
 #include "core/train/model.h"
 #include "core/train/precision.h"
 #include "core/util/hostmemory.h"
@@ -458,7 +459,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
             try {
                 injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
                             "in the optimizer step " + std::to_string(m_globalStep));
-                m_optimizer->step();
+                fusedSgdStep(*m_optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
             }

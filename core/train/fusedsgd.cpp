@@ -1,0 +1,78 @@
+#include "core/train/fusedsgd.h"
+
+#include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_foreach_mul.h>
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace trainlab {
+
+namespace {
+
+// The key SGD keeps a parameter's state under: the TensorImpl's address, as text (LibTorch 1.x) or as is (2.x).
+template<typename Map>
+typename Map::key_type stateKey(const Map &, const torch::Tensor &p)
+{
+    using Key = typename Map::key_type;
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream text;
+        text << p.unsafeGetTensorImpl();
+        return text.str();
+    } else {
+        return static_cast<Key>(p.unsafeGetTensorImpl());
+    }
+}
+
+} // namespace
+
+void fusedSgdStep(torch::optim::SGD &optimizer)
+{
+    torch::NoGradGuard noGrad;
+    auto &state = optimizer.state();
+    for (auto &group : optimizer.param_groups()) {
+        const auto &options = static_cast<const torch::optim::SGDOptions &>(group.options());
+        std::vector<torch::Tensor> params, grads;
+        for (const auto &p : group.params()) {
+            if (p.grad().defined()) {
+                params.push_back(p);
+                grads.push_back(p.grad());
+            }
+        }
+        if (params.empty())
+            continue;
+        // New tensors: the gradients are views into the all-reduce buckets and stay as they were.
+        std::vector<torch::Tensor> steps = options.weight_decay() != 0
+                                               ? at::_foreach_add(grads, params, options.weight_decay())
+                                               : grads;
+        if (options.momentum() != 0) {
+            std::vector<torch::Tensor> buffers, oldBuffers, oldSteps;
+            buffers.reserve(params.size());
+            for (std::size_t i = 0; i < params.size(); ++i) {
+                const auto key = stateKey(state, params[i]);
+                const auto it = state.find(key);
+                if (it == state.end()) {
+                    // A parameter's first step: its buffer starts as the step itself, as SGD::step does.
+                    auto fresh = std::make_unique<torch::optim::SGDParamState>();
+                    fresh->momentum_buffer(torch::clone(steps[i]).detach());
+                    buffers.push_back(fresh->momentum_buffer());
+                    state[key] = std::move(fresh);
+                } else {
+                    buffers.push_back(static_cast<torch::optim::SGDParamState &>(*it->second).momentum_buffer());
+                    oldBuffers.push_back(buffers.back());
+                    oldSteps.push_back(steps[i]);
+                }
+            }
+            if (!oldBuffers.empty()) {
+                at::_foreach_mul_(oldBuffers, options.momentum());
+                at::_foreach_add_(oldBuffers, oldSteps, 1 - options.dampening());
+            }
+            steps = options.nesterov() ? at::_foreach_add(steps, buffers, options.momentum()) : buffers;
+        }
+        at::_foreach_add_(params, steps, -options.lr());
+    }
+}
+
+} // namespace trainlab
