@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/data/datasetstore.h"
 #include "core/data/download.h"
+#include "core/monitor/devicemonitor.h"
 #include "core/runs/report.h"
 #include "core/runs/runrecord.h"
 #include "core/runs/runstorage.h"
@@ -57,7 +58,19 @@ public:
     void onEpoch(const trainlab::EpochMetrics &m) override
     {
         std::printf("%s%s\n", m_tty ? "\r\033[K" : "", trainlab::epochLine(m, m_epochs).c_str());
+        // Over the epoch: the CPU share since the previous line; each GPU as NVML reads it now.
+        if (m_monitor) {
+            for (const trainlab::DeviceReading &r : m_monitor->read())
+                std::printf("  monitor %s\n", trainlab::formatReading(r).c_str());
+        }
         std::fflush(stdout);
+    }
+
+    void enableMonitor()
+    {
+        m_monitor = std::make_unique<trainlab::DeviceMonitor>();
+        if (!m_monitor->hasGpus())
+            std::printf("monitor: the CPU only (no NVIDIA management library on this machine)\n");
     }
 
     void onLog(const std::string &line) override
@@ -82,6 +95,7 @@ public:
 
     int m_epochs = 0;
     bool m_started = false;
+    std::unique_ptr<trainlab::DeviceMonitor> m_monitor;
     bool m_tty = ::isatty(STDOUT_FILENO) != 0;
     std::string m_devices;
 };
@@ -366,6 +380,8 @@ int run(int argc, char **argv)
         return sweepCommand(args);
     if (args.command == "resume") {
         ConsoleObserver observer;
+        if (args.monitor)
+            observer.enableMonitor();
         const trainlab::RunResult result
             = trainlab::resumeRun(args.configPath, observer, g_stop, runOptions(args), args.epochs.value_or(0));
         // Refused before training (changed config, unreadable checkpoint, run in use): as a config error.
@@ -408,6 +424,8 @@ int run(int argc, char **argv)
         return printProblems(origin, problems);
 
     ConsoleObserver observer;
+    if (args.monitor)
+        observer.enableMonitor();
     const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, runOptions(args));
     return result.status == trainlab::RunStatus::Completed ? 0 : 1;
 }

@@ -108,6 +108,7 @@ const char *cliUsage()
            "run options (override the config):\n"
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
+           "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
            "multi-node (torchrun's names; MASTER_ADDR / MASTER_PORT when absent):\n"
            "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
            "\n"
@@ -151,7 +152,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 return out;
             }
             // A resumed run keeps its configuration: only the epochs (to continue) and where the nodes meet.
-            static const char *const resumeFlags[] = {"--epochs", "--nnodes", "--node-rank", "--master-addr", "--master-port"};
+            static const char *const resumeFlags[] = {"--epochs", "--monitor", "--nnodes", "--node-rank", "--master-addr", "--master-port"};
             if (out.command == "resume" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
                 throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
@@ -204,6 +205,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 out.devices = list;
             } else if (arg == "--runs-dir") {
                 out.runsDir = value(arg);
+            } else if (arg == "--monitor") {
+                out.monitor = true;
             } else if (arg == "--nnodes") {
                 out.nnodes = static_cast<int>(toInteger(arg, value(arg), 1, kIntMax));
             } else if (arg == "--node-rank") {
@@ -220,6 +223,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             throw std::invalid_argument("validate: needs CONFIG.json");
         if (out.command == "resume" && out.configPath.empty())
             throw std::invalid_argument("resume: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
+        if (out.monitor && out.command != "run" && out.command != "resume")
+            throw std::invalid_argument(out.command + ": --monitor is a run and resume option");
         if (out.command != "sweep" && (out.dryRun || out.yes || out.stopOnFailure || !out.resumeSweep.empty()))
             throw std::invalid_argument(out.command + ": --dry-run, --yes, --stop-on-failure and --resume are sweep options");
         if (out.command == "sweep"

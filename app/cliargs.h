@@ -24,6 +24,7 @@ struct CliArgs
     int nodeRank = 0;
     std::string masterAddr;
     int masterPort = 0;
+    bool monitor = false;         // run, resume: the device monitor's line after each epoch
     bool dryRun = false;          // sweep: print the plan only
     bool yes = false;             // sweep: start more than SweepConfig::kAskAbove runs
     bool stopOnFailure = false;   // sweep

@@ -113,6 +113,7 @@ private Q_SLOTS:
     void nodeCountMismatchRefused();
     void foreignServerAtMasterPort_data();
     void foreignServerAtMasterPort();
+    void monitorLinePerEpoch();
     void hostileEnvironment_data();
     void hostileEnvironment();
 
@@ -604,6 +605,25 @@ void tst_Cli::foreignServerAtMasterPort()
         QVERIFY2(o.out.contains(QStringLiteral("stopped after 0 completed epochs")), qPrintable(o.out + o.err));
     else
         QVERIFY2(o.err.contains(QStringLiteral("no answer within 3 s")), qPrintable(o.out + o.err));
+}
+
+// run --monitor: after each epoch a line per device, the CPU always, each GPU NVML reports (issue 23).
+void tst_Cli::monitorLinePerEpoch()
+{
+    const QString config = writeConfig(QStringLiteral("monitor.json"), R"({"name": "monitor", "devices": ["cpu"],
+        "dataset": {"train_limit": 32, "test_limit": 16}, "batch_size": 16, "epochs": 2, "cpu_threads": 1})");
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("TRAINLAB_NVML_LIBRARY"), QStringLiteral(TRAINLAB_FAKE_NVML));
+    QStringList args = tinyRun(config);
+    args << QStringLiteral("--monitor");
+    const Outcome o = finish(start(args, env), 120000);
+    QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
+    QCOMPARE(o.out.count(QRegularExpression(QStringLiteral("\n  monitor cpu: \\d+% of \\d+ cores?, [0-9.]+ GiB resident"))), 2);
+    QCOMPARE(o.out.count(QStringLiteral("\n  monitor gpu0 Fake H200 #0: 87%, 40.0 of 150.0 GiB, 61 C, 420 of 700 W")), 2);
+    QVERIFY(o.out.contains(QStringLiteral("monitor gpu1 Fake H200 #1: 3%, 1.0 of 150.0 GiB, 33 C, power n/a")));
+    const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
+    QCOMPARE(plain.exitCode, 2);
+    QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));
 }
 
 void tst_Cli::hostileEnvironment_data()

@@ -6,6 +6,7 @@
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/compareview.h"
+#include "ui/devicestrip.h"
 #include "ui/experimentfile.h"
 #include "ui/experimentform.h"
 #include "ui/historypanel.h"
@@ -147,6 +148,7 @@ void MainWindow::buildLayout()
     m_queueDock->hide();
 
     statusBar()->addPermanentWidget(m_runPanel->devicesLabel());
+    statusBar()->addPermanentWidget(new DeviceStrip);
     statusBar()->addPermanentWidget(new QLabel(QString::fromStdString(buildDescription())));
     setMinimumSize(960, 600);
 }

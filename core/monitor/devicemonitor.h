@@ -1,0 +1,76 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+// One device's readings at one moment; an empty optional is a field the device does not report ("n/a").
+struct DeviceReading
+{
+    std::string id;                         // "cpu", or "gpuN" (NVML's index)
+    std::string name;
+    std::string busId;                      // GPUs: the PCI bus id, as CUDA and NVML both know it
+    bool lost = false;                      // a GPU that stopped answering (fallen off the bus, reset)
+    std::optional<double> utilization;      // percent; the CPU row: of all cores together
+    std::optional<std::uint64_t> memoryUsed;    // bytes; the CPU row: this process's resident memory
+    std::optional<std::uint64_t> memoryTotal;
+    std::optional<double> temperature;      // degrees Celsius
+    std::optional<double> power;            // watts
+    std::optional<double> powerLimit;
+};
+
+// NVIDIA's management library, loaded at run time (no build dependency): $TRAINLAB_NVML_LIBRARY or
+// libnvidia-ml.so.1. A machine without the driver simply has none.
+class Nvml
+{
+public:
+    // nullptr, with *why set, when the library or one of its functions cannot be had or it does not start.
+    static std::unique_ptr<Nvml> load(std::string *why = nullptr);
+    ~Nvml();
+    Nvml(const Nvml &) = delete;
+    Nvml &operator=(const Nvml &) = delete;
+
+    int count() const;
+    DeviceReading read(int index) const;
+
+private:
+    struct Api;
+    explicit Nvml(std::unique_ptr<Api> api);
+    std::unique_ptr<Api> m_api;
+};
+
+// This process on the CPU: CPU time since the previous read over the wall time and the cores, and resident
+// memory, from /proc/self.
+class CpuMonitor
+{
+public:
+    CpuMonitor();
+    DeviceReading read();
+
+private:
+    double m_lastCpuSeconds = 0;
+    double m_lastWallSeconds = 0;
+};
+
+// The CPU row, then one row per GPU NVML sees.
+class DeviceMonitor
+{
+public:
+    DeviceMonitor();
+    ~DeviceMonitor();
+    std::vector<DeviceReading> read();
+    bool hasGpus() const { return m_nvml != nullptr; }
+
+private:
+    CpuMonitor m_cpu;
+    std::unique_ptr<Nvml> m_nvml;
+};
+
+// "cpu: 143% of 2 cores, 1.2 GiB resident" / "gpu0 NVIDIA H200: 87%, 40.1 of 139.8 GiB, 61 C, 420 of 700 W".
+std::string formatReading(const DeviceReading &reading);
+
+} // namespace trainlab
