@@ -58,6 +58,8 @@ public:
     void onEpoch(const trainlab::EpochMetrics &m) override
     {
         std::printf("%s%s\n", m_tty ? "\r\033[K" : "", trainlab::epochLine(m, m_epochs).c_str());
+        if (const std::string shares = trainlab::timeSharesLine(m); !shares.empty())
+            std::printf("  %s\n", shares.c_str());
         // Over the epoch: the CPU share since the previous line; each GPU as NVML reads it now.
         if (m_monitor) {
             for (const trainlab::DeviceReading &r : m_monitor->read())

@@ -1,3 +1,4 @@
+#include "core/runs/report.h"
 #include "core/runs/runrecord.h"
 #include "core/train/trainer.h"
 
@@ -43,6 +44,7 @@ private Q_SLOTS:
     void nonFiniteLossFails();
     void invalidConfigFails();
     void runFolderNamesDoNotClash();
+    void timeSplitPerRank();
 
 private:
     trainlab::RunResult run(const ExperimentConfig &c, RecordingObserver &o, bool keep = false)
@@ -203,6 +205,39 @@ void tst_Trainer::runFolderNamesDoNotClash()
     QVERIFY(a.dir() != b.dir());
     QCOMPARE(trainlab::RunRecord::safeName("../etc/passwd"), std::string("__etc_passwd"));
     QCOMPARE(trainlab::readRunSummary(a.dir()).status, std::string("running"));
+}
+
+// Where an epoch's time went, per rank: the parts sum to the epoch, two CPU replicas wait in the all-reduce,
+// and timing.csv keeps it beside metrics.csv (issue 23).
+void tst_Trainer::timeSplitPerRank()
+{
+    ExperimentConfig c = tiny(2);
+    c.devices = {"cpu", "cpu"};
+    c.cpuThreads = 2;
+    RecordingObserver o;
+    const trainlab::RunResult r = run(c, o, true);
+    QCOMPARE(r.status, trainlab::RunStatus::Completed);
+    QCOMPARE(o.epochs.size(), std::size_t(2));
+    for (const trainlab::EpochMetrics &m : o.epochs) {
+        QCOMPARE(m.time.size(), std::size_t(2));
+        for (int rank = 0; rank < 2; ++rank) {
+            const trainlab::TimeSplit &t = m.time[static_cast<std::size_t>(rank)];
+            QCOMPARE(t.rank, rank);
+            QVERIFY(t.compute > 0 && t.data > 0 && t.optimizer > 0);
+            QVERIFY2(t.allreduce > 0, "two replicas all-reduce every step");
+            // Rank 0's epoch is the one reported; the others' start while rank 0 still writes its checkpoint, and
+            // they wait for it in their first all-reduce, so their epochs are a little longer.
+            if (rank == 0)
+                QVERIFY2(std::abs(t.total() - m.seconds) <= 0.05 * m.seconds,
+                         (std::to_string(t.total()) + " vs " + std::to_string(m.seconds)).c_str());
+        }
+        QVERIFY(trainlab::timeSharesLine(m).rfind("time  compute ", 0) == 0);
+    }
+    auto rows = trainlab::readMetrics(r.runDir);
+    trainlab::readTiming(r.runDir, rows);
+    QCOMPARE(rows.size(), std::size_t(2));
+    QCOMPARE(rows[1].time.size(), std::size_t(2));
+    QVERIFY(std::abs(rows[1].time[1].allreduce - o.epochs[1].time[1].allreduce) < 1e-3);
 }
 
 QTEST_GUILESS_MAIN(tst_Trainer)

@@ -149,6 +149,8 @@ void RunPanel::onBatch(const BatchProgress &p)
 void RunPanel::onEpoch(const EpochMetrics &metrics)
 {
     appendLog(QString::fromStdString(epochLine(metrics, m_runEpochs)));
+    if (const std::string shares = timeSharesLine(metrics); !shares.empty())
+        appendLog(QStringLiteral("  ") + QString::fromStdString(shares));
 }
 
 void RunPanel::onFinished(const RunResult &result)

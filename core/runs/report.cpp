@@ -37,6 +37,24 @@ std::string epochLine(const EpochMetrics &m, int epochs)
                   m.trainLoss, m.trainAcc, m.testAcc, m.seconds, m.imagesPerSecond);
 }
 
+std::string timeSharesLine(const EpochMetrics &m)
+{
+    TimeSplit sum;
+    for (const TimeSplit &t : m.time) {
+        sum.data += t.data;
+        sum.compute += t.compute;
+        sum.allreduce += t.allreduce;
+        sum.optimizer += t.optimizer;
+        sum.other += t.other;
+    }
+    const double total = sum.total();
+    if (m.time.empty() || total <= 0)
+        return {};
+    auto share = [total](double part) { return static_cast<int>(100.0 * part / total + 0.5); };
+    return format("time  compute %d%%  allreduce %d%%  optimizer %d%%  data %d%%  other %d%%", share(sum.compute),
+                  share(sum.allreduce), share(sum.optimizer), share(sum.data), share(sum.other));
+}
+
 std::vector<std::string> finishedLines(const RunResult &r, const std::string &devices)
 {
     std::vector<std::string> lines;

@@ -122,6 +122,11 @@ const char *RunRecord::metricsHeader()
     return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
 }
 
+const char *RunRecord::timingHeader()
+{
+    return "epoch,rank,data_seconds,compute_seconds,allreduce_seconds,optimizer_seconds,other_seconds";
+}
+
 std::string RunRecord::metricsRow(const EpochMetrics &m)
 {
     return std::to_string(m.epoch) + "," + formatFixed(m.trainLoss, 6) + "," + formatFixed(m.trainAcc, 6) + ","
@@ -234,6 +239,18 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     std::string metrics = std::string(metricsHeader()) + "\n";
     for (const EpochMetrics &m : done)
         metrics += metricsRow(m);
+    try {
+        std::istringstream timing(readFile(dir + "/timing.csv", kMaxTableBytes));
+        std::string line;
+        std::getline(timing, line);
+        while (std::getline(timing, line)) {
+            int epoch = 0;
+            if (parseInt(std::string_view(line).substr(0, line.find(',')), epoch) && epoch >= 1 && epoch <= checkpointEpoch)
+                record->m_earlierTiming += line + "\n";
+        }
+    } catch (const std::exception &) {
+        // No timing.csv (an older run, or one on a GPU): nothing to keep.
+    }
     config.save(dir + "/config.json");
     writeFileAtomic(dir + "/metrics.csv", metrics);
     record->m_summary.epochsDone = static_cast<int>(done.size());
@@ -321,6 +338,16 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     for (const EpochMetrics &e : m_epochs.epochs)
         metrics += metricsRow(e);
     writeFileAtomic(m_dir + "/metrics.csv", metrics);
+    if (!m.time.empty()) {
+        std::string timing = std::string(timingHeader()) + "\n" + m_earlierTiming;
+        for (const EpochMetrics &e : m_epochs.epochs) {
+            for (const TimeSplit &t : e.time)
+                timing += std::to_string(e.epoch) + "," + std::to_string(t.rank) + "," + formatFixed(t.data, 4) + ","
+                          + formatFixed(t.compute, 4) + "," + formatFixed(t.allreduce, 4) + ","
+                          + formatFixed(t.optimizer, 4) + "," + formatFixed(t.other, 4) + "\n";
+        }
+        writeFileAtomic(m_dir + "/timing.csv", timing);
+    }
     m_epochs.summarize();
     m_summary.epochsDone = m.epoch;
     m_summary.finalTestAcc = m.testAcc;
@@ -505,6 +532,40 @@ std::vector<EpochMetrics> readMetrics(const std::string &runDir)
 {
     const std::string path = runDir + "/metrics.csv";
     return parseMetrics(readFile(path, kMaxTableBytes), path);
+}
+
+void readTiming(const std::string &runDir, std::vector<EpochMetrics> &epochs)
+{
+    std::string text;
+    try {
+        text = readFile(runDir + "/timing.csv", kMaxTableBytes);
+    } catch (const std::exception &) {
+        return;
+    }
+    std::istringstream in(text);
+    std::string line;
+    std::getline(in, line);
+    if (line != RunRecord::timingHeader())
+        return;
+    while (std::getline(in, line)) {
+        std::string_view fields[7];
+        std::size_t count = 0, from = 0;
+        for (; count < 7 && from <= line.size(); ++count) {
+            const std::size_t comma = std::min(line.find(',', from), line.size());
+            fields[count] = std::string_view(line).substr(from, comma - from);
+            from = comma + 1;
+        }
+        int epoch = 0;
+        TimeSplit t;
+        if (count != 7 || !parseInt(fields[0], epoch) || !parseInt(fields[1], t.rank) || !parseDouble(fields[2], t.data)
+            || !parseDouble(fields[3], t.compute) || !parseDouble(fields[4], t.allreduce)
+            || !parseDouble(fields[5], t.optimizer) || !parseDouble(fields[6], t.other))
+            continue;
+        for (EpochMetrics &m : epochs) {
+            if (m.epoch == epoch)
+                m.time.push_back(t);
+        }
+    }
 }
 
 std::vector<RunSummary> listRuns(const std::string &runsDir)

@@ -77,6 +77,7 @@ public:
 
     static std::string safeName(const std::string &name);
     static const char *metricsHeader();
+    static const char *timingHeader();
     static std::string metricsRow(const EpochMetrics &m);
 
 private:
@@ -88,6 +89,7 @@ private:
     std::string m_dir;
     int m_lockFd = -1;
     std::string m_checkpoints = "last+best";
+    std::string m_earlierTiming;   // timing.csv rows of the epochs before a resume
     RunSummary m_summary;
     RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
     double m_previousSeconds = 0.0;
@@ -96,6 +98,9 @@ private:
 
 RunSummary readRunSummary(const std::string &runDir);
 std::vector<EpochMetrics> readMetrics(const std::string &runDir);
+// timing.csv (epoch, rank, seconds of data, compute, allreduce, optimizer, other), where a run measured it:
+// the splits of each epoch attached to readMetrics' rows; a run without the file reads as before.
+void readTiming(const std::string &runDir, std::vector<EpochMetrics> &epochs);
 // The readers' parsing alone (the fuzzers' entry points): every number range-checked, errors name the file.
 RunSummary parseRunSummary(const std::string &text, const std::string &runDir);
 std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path);

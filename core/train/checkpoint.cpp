@@ -41,7 +41,7 @@ std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
     const torch::Tensor c = t.to(torch::kFloat64).contiguous();
     auto a = c.accessor<double, 2>();
     for (std::int64_t i = 0; i < c.size(0); ++i)
-        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5]});
+        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], {}});
     return rows;
 }
 

@@ -9,6 +9,8 @@
 #include "core/util/hostmemory.h"
 #include "core/util/testhooks.h"
 
+#include <algorithm>
+
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -71,7 +73,8 @@ struct World
 
     std::atomic<bool> observerStop{false};   // set by rank 0 when the observer asks to stop
 
-    std::mutex mutex;                        // guards the three fields below
+    std::mutex mutex;                        // guards the fields below
+    std::vector<TimeSplit> times;            // this epoch's, one per local rank that measured it
     std::vector<torch::nn::Sequential> replicas;
     RunResult result;
     std::string digest;
@@ -201,6 +204,7 @@ private:
     bool m_stopped = false;
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
+    TimeSplit m_time;
 };
 
 void Replica::fail(const std::string &error)
@@ -365,6 +369,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
     const torch::Tensor perm = torch::tensor(order, torch::kInt64).to(m_device);
 
     m_model->train();
+    m_time = TimeSplit{};
     const auto start = Clock::now();
     auto lastReport = start - std::chrono::seconds(1);
     double lossSum = 0, correct = 0, seen = 0;
@@ -408,6 +413,12 @@ bool Replica::trainEpoch(int epoch, int epochs)
         const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
 
         // Zeroes every gradient and the control slots; the .grad views stay views.
+        Clock::time_point mark;
+        const auto lap = [&mark](double &part) {
+            const Clock::time_point now = Clock::now();
+            part += std::chrono::duration<double>(now - mark).count();
+            mark = now;
+        };
         for (auto &buffer : m_buckets)
             buffer.zero_();
         torch::Tensor &control = m_control;
@@ -418,9 +429,11 @@ bool Replica::trainEpoch(int epoch, int epochs)
                     testPause("step");
                 injectFault(RunOptions::FaultPoint::Step, m_globalStep, "at step " + std::to_string(m_globalStep));
                 if (mine > 0) {
+                    mark = Clock::now();
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
                     const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
                     const torch::Tensor y = m_trainLabels.index_select(0, idx);
+                    lap(m_time.data);
                     const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
                     const torch::Tensor loss = torch::nn::functional::cross_entropy(
                         logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
@@ -429,6 +442,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
                     control[kLossSum] = loss.detach();
                     control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
                     control[kSeen] = static_cast<float>(mine);
+                    lap(m_time.compute);
                 }
             } catch (const std::exception &e) {
                 std::string error = errorText(e);
@@ -445,8 +459,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
             control[kStop] = 1.0f;
 
         if (m_collective) {
+            mark = Clock::now();
             for (auto &buffer : m_buckets)
                 m_collective->allreduceSum(buffer);
+            lap(m_time.allreduce);
         }
         pending.push_back(sendToHost(control, k));
         if (lag == 0) {
@@ -459,7 +475,9 @@ bool Replica::trainEpoch(int epoch, int epochs)
             try {
                 injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
                             "in the optimizer step " + std::to_string(m_globalStep));
+                mark = Clock::now();
                 fusedSgdStep(*m_optimizer);
+                lap(m_time.optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
             }
@@ -476,6 +494,13 @@ bool Replica::trainEpoch(int epoch, int epochs)
             return false;
     }
     m_epochSeconds = seconds(start);
+    m_time.rank = m_rank;
+    m_time.other = std::max(0.0, m_epochSeconds - (m_time.data + m_time.compute + m_time.allreduce + m_time.optimizer));
+    // Read by local rank 0 after evaluation's all-reduce, which every local rank joins after this.
+    if (!m_device.is_cuda()) {
+        std::lock_guard<std::mutex> lock(m_world.mutex);
+        m_world.times.push_back(m_time);
+    }
     m_epochLoss = lossSum / seen;
     m_epochAcc = correct / seen;
     m_epochRate = seen / m_epochSeconds;
@@ -550,7 +575,12 @@ void Replica::run()
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
                 break;
-            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate};
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}};
+            if (m_localRank == 0) {
+                std::lock_guard<std::mutex> lock(m_world.mutex);
+                m.time.swap(m_world.times);
+                std::sort(m.time.begin(), m.time.end(), [](const TimeSplit &a, const TimeSplit &b) { return a.rank < b.rank; });
+            }
             result.epochs.push_back(m);
             try {
                 injectFault(RunOptions::FaultPoint::EpochEnd, epoch, "at the end of epoch " + std::to_string(epoch));

@@ -7,6 +7,19 @@
 
 namespace trainlab {
 
+// Where one rank's training time of an epoch went, by the host's steady clock (seconds). other is the rest of
+// the epoch (zeroing, reading the step's slots, progress), so the parts sum to the epoch's time.
+struct TimeSplit
+{
+    int rank = 0;
+    double data = 0.0;          // batch preparation: index, convert, copy
+    double compute = 0.0;       // forward and backward
+    double allreduce = 0.0;     // the gradients' all-reduce, waiting for the other ranks included
+    double optimizer = 0.0;     // the SGD update
+    double other = 0.0;
+    double total() const { return data + compute + allreduce + optimizer + other; }
+};
+
 struct EpochMetrics
 {
     int epoch = 0;
@@ -15,6 +28,8 @@ struct EpochMetrics
     double testAcc = 0.0;
     double seconds = 0.0;               // the training loop only, as d2l's Timer
     double imagesPerSecond = 0.0;
+    // This node's ranks; empty where the host clock cannot see the work (CUDA runs asynchronously).
+    std::vector<TimeSplit> time;
 };
 
 struct RunInfo
