@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QItemSelectionModel>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
 
@@ -27,6 +28,7 @@ struct Options
     QString compare;
     QString compareTab;
     bool smokeTest = false;
+    int tab = 0;
 };
 
 // Parsed before any window exists, so --help and --version work without a display.
@@ -60,7 +62,10 @@ int parse(int argc, char **argv, Options &options)
     const QCommandLineOption compareTab(QStringLiteral("compare-tab"),
                                         QStringLiteral("The Compare window's chart to show: epochs, lr, scaling or table."),
                                         QStringLiteral("TAB"), QStringLiteral("epochs"));
-    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab});
+    const QCommandLineOption tab(QStringLiteral("tab"),
+                                 QStringLiteral("The tab under the chart to show: history, log or time."),
+                                 QStringLiteral("TAB"), QStringLiteral("history"));
+    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab});
     parser.process(app);
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1) {
@@ -79,6 +84,11 @@ int parse(int argc, char **argv, Options &options)
     options.screenshot = parser.value(screenshot);
     options.compare = parser.value(compare);
     options.compareTab = parser.value(compareTab);
+    options.tab = QStringList({"history", "log", "time"}).indexOf(parser.value(tab));
+    if (options.tab < 0) {
+        std::fprintf(stderr, "trainlab: --tab must be history, log or time, got \"%s\"\n", qPrintable(parser.value(tab)));
+        return 2;
+    }
     if (!QStringList({"epochs", "lr", "scaling", "table"}).contains(options.compareTab)) {
         std::fprintf(stderr, "trainlab: --compare-tab must be epochs, lr, scaling or table, got \"%s\"\n",
                      qPrintable(options.compareTab));
@@ -138,6 +148,8 @@ int main(int argc, char **argv)
         loaded = window.openConfigFile(options.config);
     else if (!preset.isEmpty())
         loaded = window.loadPreset(preset);
+    if (auto *tabs = window.findChild<QTabWidget *>(QStringLiteral("tabs")))
+        tabs->setCurrentIndex(options.tab);
     window.show();
 
     if (options.smokeTest) {

@@ -4,6 +4,7 @@
 
 #include <QCheckBox>
 #include <QCursor>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -261,6 +262,12 @@ QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
     layout->addLayout(options);
     layout->addWidget(below);
     return area;
+}
+
+bool AccuracyChart::save(const QString &path, QString *error)
+{
+    const bool svg = QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
+    return svg ? saveSvg(path, error) : savePng(path, error);
 }
 
 } // namespace trainlab

@@ -50,6 +50,8 @@ public:
     QPointF bestPoint() const { return m_best; }
     QStringList seriesNames() const;
 
+    // SVG for a path ending .svg, else PNG; written atomically; false with *error set on failure.
+    bool save(const QString &path, QString *error);
     // Both written atomically; false with *error set on failure.
     bool savePng(const QString &path, QString *error);
     bool saveSvg(const QString &path, QString *error);

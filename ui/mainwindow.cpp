@@ -13,6 +13,7 @@
 #include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
 #include "ui/runpanel.h"
+#include "ui/timeview.h"
 #include "ui/trainingrunner.h"
 
 #include <QAction>
@@ -20,7 +21,6 @@
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
-#include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -47,6 +47,7 @@ MainWindow::MainWindow(QWidget *parent)
     , m_historyPanel(new HistoryPanel(m_chart))
     , m_resumeActions(new ResumeActions(this))
     , m_queuePanel(new QueuePanel)
+    , m_timeView(new TimeView)
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/org.trainlab.TrainLab.svg")));
@@ -122,6 +123,7 @@ void MainWindow::buildLayout()
     tabs->setObjectName(QStringLiteral("tabs"));
     tabs->addTab(m_historyPanel, tr("Run &history"));
     tabs->addTab(m_runPanel->log(), tr("&Log"));
+    tabs->addTab(m_timeView, tr("&Time"));
 
     // The chart is what the window is for: it keeps most of the height.
     auto *right = new QSplitter(Qt::Vertical);
@@ -190,7 +192,13 @@ void MainWindow::buildMenus()
     menuBar()->addMenu(history);
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
-    help->addAction(tr("&About TrainLab"), this, &MainWindow::about);
+    help->addAction(tr("&About TrainLab"), this, [this] {
+        QMessageBox::about(this, tr("About TrainLab"),
+                           tr("<h3>TrainLab %1</h3><p>Train the d2l ResNet-18 on Fashion-MNIST on one or many devices, "
+                              "and keep every run.</p><p>%2<br>Qt %3</p>")
+                               .arg(QStringLiteral(TRAINLAB_VERSION), QString::fromStdString(buildDescription()),
+                                    QString::fromLatin1(qVersion())));
+    });
 }
 
 void MainWindow::readSettings()
@@ -373,6 +381,7 @@ void MainWindow::chooseSweepToCompare()
 void MainWindow::prepareRunView(const QString &name, int epochs, const std::vector<std::string> &devices)
 {
     m_chart->beginRun(name, epochs);
+    m_timeView->clear();
     m_runPanel->prepare(epochs, devices);
     m_lastResult = RunResult{};
 }
@@ -408,6 +417,7 @@ void MainWindow::onBatch(const BatchProgress &p)
 void MainWindow::onEpoch(const EpochMetrics &metrics)
 {
     m_chart->addEpoch(metrics);
+    m_timeView->addEpoch(metrics);
     m_runPanel->onEpoch(metrics);
 }
 
@@ -438,8 +448,7 @@ void MainWindow::onIdle()
 bool MainWindow::exportChart(const QString &path)
 {
     QString error;
-    const bool svg = QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
-    if (!(svg ? m_chart->saveSvg(path, &error) : m_chart->savePng(path, &error))) {
+    if (!m_chart->save(path, &error)) {
         showError(tr("Export Chart"), error);
         return false;
     }
@@ -453,15 +462,6 @@ void MainWindow::exportChartDialog()
                                                      tr("PNG image (*.png);;SVG drawing (*.svg)"));
     if (!path.isEmpty())
         exportChart(path);
-}
-
-void MainWindow::about()
-{
-    QMessageBox::about(this, tr("About TrainLab"),
-                       tr("<h3>TrainLab %1</h3><p>Train the d2l ResNet-18 on Fashion-MNIST on one or many devices, "
-                          "and keep every run.</p><p>%2<br>Qt %3</p>")
-                           .arg(QStringLiteral(TRAINLAB_VERSION), QString::fromStdString(buildDescription()),
-                                QString::fromLatin1(qVersion())));
 }
 
 void MainWindow::closeEvent(QCloseEvent *event)

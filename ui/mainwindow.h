@@ -24,6 +24,7 @@ class QueuePanel;
 class ResumeActions;
 class RunHistoryModel;
 class RunPanel;
+class TimeView;
 class TrainingRunner;
 
 // TrainLab's window: lays out and connects the experiment form and file, the live chart, the run panel
@@ -84,7 +85,6 @@ private:
     void updateActions();
     void chooseRunsDir();
     void showError(const QString &title, const QString &text);
-    void about();
     bool launchQueued(const QueueEntry &entry, bool resume);
     void addCurrentToQueue();
     void chooseSweepToCompare();
@@ -106,6 +106,7 @@ private:
     HistoryPanel *m_historyPanel;
     ResumeActions *m_resumeActions;
     QueuePanel *m_queuePanel;
+    TimeView *m_timeView;
     QDockWidget *m_queueDock = nullptr;
     CompareView *m_compare = nullptr;
 

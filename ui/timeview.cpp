@@ -1,0 +1,99 @@
+#include "ui/timeview.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSet>
+#include <QChart>
+#include <QStackedBarSeries>
+#include <QValueAxis>
+
+#include <algorithm>
+
+namespace trainlab {
+
+namespace {
+
+// Enough bars to read; older epochs scroll out.
+constexpr int kMaxBars = 40;
+
+} // namespace
+
+TimeView::TimeView(QWidget *parent)
+    : QChartView(parent)
+    , m_series(new QStackedBarSeries)
+    , m_axisX(new QBarCategoryAxis)
+    , m_axisY(new QValueAxis)
+{
+    setObjectName(QStringLiteral("timeView"));
+    setRenderHint(QPainter::Antialiasing);
+    auto *chart = new QChart;
+    // Compact, as it lives in a tab under the main chart: the legend at the side, no title.
+    chart->setMargins(QMargins(2, 2, 2, 2));
+    setToolTip(tr("Where each epoch's training time went, per rank (seconds, host clock)"));
+    const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other")};
+    const QList<QColor> colors = {QColor(0x9e9e9e), QColor(0x1f77b4), QColor(0xd62728), QColor(0x2ca02c), QColor(0xbcbd22)};
+    for (int i = 0; i < names.size(); ++i) {
+        auto *set = new QBarSet(names[i]);
+        set->setColor(colors[i]);
+        m_sets << set;
+        m_series->append(set);
+    }
+    chart->addSeries(m_series);
+    m_axisY->setLabelFormat(QStringLiteral("%.1f"));
+    chart->addAxis(m_axisX, Qt::AlignBottom);
+    chart->addAxis(m_axisY, Qt::AlignLeft);
+    m_series->attachAxis(m_axisX);
+    m_series->attachAxis(m_axisY);
+    chart->legend()->setAlignment(Qt::AlignRight);
+    setChart(chart);
+    rebuild();
+}
+
+void TimeView::clear()
+{
+    m_bars.clear();
+    m_labels.clear();
+    rebuild();
+}
+
+void TimeView::addEpoch(const EpochMetrics &metrics)
+{
+    for (const TimeSplit &t : metrics.time) {
+        m_bars.append(t);
+        m_labels << (metrics.time.size() > 1 ? tr("e%1 r%2").arg(metrics.epoch).arg(t.rank) : tr("e%1").arg(metrics.epoch));
+    }
+    while (m_bars.size() > kMaxBars) {
+        m_bars.removeFirst();
+        m_labels.removeFirst();
+    }
+    rebuild();
+}
+
+int TimeView::barCount() const
+{
+    return m_bars.size();
+}
+
+double TimeView::part(int set, int bar) const
+{
+    return m_sets.value(set) ? m_sets[set]->at(bar) : 0.0;
+}
+
+void TimeView::rebuild()
+{
+    double top = 0;
+    for (QBarSet *set : std::as_const(m_sets))
+        set->remove(0, set->count());
+    for (const TimeSplit &t : std::as_const(m_bars)) {
+        m_sets[0]->append(t.data);
+        m_sets[1]->append(t.compute);
+        m_sets[2]->append(t.allreduce);
+        m_sets[3]->append(t.optimizer);
+        m_sets[4]->append(t.other);
+        top = std::max(top, t.total());
+    }
+    m_axisX->clear();
+    m_axisX->append(m_labels.isEmpty() ? QStringList{tr("no split yet: measured on CPU replicas")} : m_labels);
+    m_axisY->setRange(0.0, top > 0 ? top * 1.1 : 1.0);
+}
+
+} // namespace trainlab

@@ -1,0 +1,42 @@
+#pragma once
+
+#include "core/train/observer.h"
+
+#include <QChartView>
+#include <QVector>
+
+class QBarCategoryAxis;
+class QBarSet;
+class QStackedBarSeries;
+class QValueAxis;
+
+namespace trainlab {
+
+// "Time": where each epoch's training time went, one stacked bar per epoch and rank (data, compute, all-reduce,
+// optimizer, other), for the run in progress or the last one. The chapter's lesson on communication: what a
+// second device's all-reduce costs shows as the all-reduce part of every bar.
+class TimeView : public QChartView
+{
+    Q_OBJECT
+
+public:
+    explicit TimeView(QWidget *parent = nullptr);
+
+    void clear();
+    void addEpoch(const EpochMetrics &metrics);
+    int barCount() const;
+    // The seconds of one part (0 data, 1 compute, 2 all-reduce, 3 optimizer, 4 other) in bar i.
+    double part(int set, int bar) const;
+
+private:
+    void rebuild();
+
+    QVector<TimeSplit> m_bars;
+    QStringList m_labels;
+    QStackedBarSeries *m_series;
+    QBarCategoryAxis *m_axisX;
+    QValueAxis *m_axisY;
+    QList<QBarSet *> m_sets;
+};
+
+} // namespace trainlab
