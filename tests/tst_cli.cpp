@@ -593,7 +593,10 @@ void tst_Cli::foreignServerAtMasterPort()
     QProcess *p = start(args);
     QVERIFY(p->waitForStarted());
     if (terminate) {
-        QTest::qWait(1500);
+        // At the rendezvous: the data is loaded (an instrumented build takes seconds to get there).
+        QString out;
+        QTRY_VERIFY_WITH_TIMEOUT((out += QString::fromUtf8(p->readAllStandardOutput())).contains(QStringLiteral("data: ")), 60000);
+        QTest::qWait(500);
         QCOMPARE(p->state(), QProcess::Running);
         p->terminate();
         timer.restart();
