@@ -2,6 +2,7 @@
 
 #include "core/runs/runrecord.h"
 #include "core/util/atomicfile.h"
+#include "core/util/jsonread.h"
 #include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
@@ -37,12 +38,26 @@ json tagJson(const SweepTag &tag)
     return {{"id", tag.id}, {"index", tag.index}, {"count", tag.count}, {"values", values}};
 }
 
+// An integer field within [min, max] (absent: fallback); a float, a huge value or a wrong type is refused by
+// name rather than converted (1e33 into an int is undefined behaviour).
+int intField(const json &j, const char *key, int fallback, int min, int max, const std::string &where = {})
+{
+    const auto it = j.find(key);
+    if (it == j.end())
+        return fallback;
+    int value = 0;
+    if (!it->is_number_integer() || !detail::fitsInto(*it, value) || value < min || value > max)
+        throw ConfigError((where.empty() ? "" : where + ": ") + key + ": must be an integer from " + std::to_string(min) + " to "
+                          + std::to_string(max) + ", got " + detail::describe(*it));
+    return value;
+}
+
 SweepTag tagFromJson(const json &j)
 {
     SweepTag tag;
     tag.id = j.value("id", "");
-    tag.index = j.value("index", -1);
-    tag.count = j.value("count", 0);
+    tag.index = intField(j, "index", -1, -1, 1 << 20);
+    tag.count = intField(j, "count", 0, 0, 1 << 20);
     for (const auto &pair : j.value("values", json::array()))
         tag.values.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
     return tag;
@@ -109,7 +124,7 @@ Queue Queue::load(const std::string &stateFile)
     json j;
     try {
         j = json::parse(readFile(stateFile, kMaxTableBytes));
-        if (j.value("schema_version", 0) != kStateVersion)
+        if (!j.is_object() || intField(j, "schema_version", 0, 0, 1 << 20, stateFile) != kStateVersion)
             throw ConfigError(stateFile + ": schema_version must be " + std::to_string(kStateVersion));
         q.m_sweepId = j.value("sweep_id", "");
         q.m_stopOnFailure = j.value("stop_on_failure", false);
@@ -119,11 +134,15 @@ Queue Queue::load(const std::string &stateFile)
             const std::string where = stateFile + ": entries[" + std::to_string(i) + "]";
             QueueEntry entry;
             entry.config = ExperimentConfig::fromJson(e.at("config").dump(), where + ".config");
-            entry.tag = tagFromJson(e.value("tag", json::object()));
+            try {
+                entry.tag = tagFromJson(e.value("tag", json::object()));
+            } catch (const ConfigError &bad) {
+                throw ConfigError(where + ".tag." + bad.what());
+            }
             entry.state = stateFromString(e.value("state", "waiting"), where);
             entry.runDir = e.value("run_dir", "");
             entry.error = e.value("error", "");
-            entry.epochsDone = e.value("epochs_done", 0);
+            entry.epochsDone = intField(e, "epochs_done", 0, 0, 100000, where);
             entry.bestTestAcc = e.value("best_test_acc", 0.0);
             entry.meanEpochSeconds = e.value("mean_epoch_seconds", 0.0);
             entry.imagesPerSecond = e.value("images_per_second", 0.0);
