@@ -214,6 +214,7 @@ void tst_Trainer::timeSplitPerRank()
     ExperimentConfig c = tiny(2);
     c.devices = {"cpu", "cpu"};
     c.cpuThreads = 2;
+    c.dataset.trainLimit = 48;   // three steps an epoch: enough to split, cheap under ASan
     RecordingObserver o;
     const trainlab::RunResult r = run(c, o, true);
     QCOMPARE(r.status, trainlab::RunStatus::Completed);
