@@ -123,7 +123,38 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("collective_timeout_s", "must be between 1 and 86400", str(collectiveTimeoutSeconds));
     if (checkpoints != "last+best" && checkpoints != "last" && checkpoints != "best" && checkpoints != "none")
         bad("checkpoints", "must be \"last+best\", \"last\", \"best\" or \"none\"", quote(checkpoints));
+    if (speed.channelsLast != "auto" && speed.channelsLast != "on" && speed.channelsLast != "off")
+        bad("speed.channels_last", "must be \"auto\", \"on\" or \"off\"", quote(speed.channelsLast));
     return problems;
+}
+
+bool SpeedConfig::channelsLastOn(const std::string &device, const std::string &precision) const
+{
+    // On the CPU NHWC measured about 8 % faster in bf16 and no faster in fp32 (docs/performance.md).
+    return channelsLast == "on" || (channelsLast == "auto" && (device.rfind("cuda", 0) == 0 || precision == "bf16"));
+}
+
+std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision) const
+{
+    std::vector<std::string> on, off;
+    bool cuda = false;
+    for (const auto &d : devices) {
+        auto &list = channelsLastOn(d, precision) ? on : off;
+        if (std::find(list.begin(), list.end(), d) == list.end())
+            list.push_back(d);
+        cuda = cuda || d.rfind("cuda", 0) == 0;
+    }
+    auto join = [](const std::vector<std::string> &list) {
+        std::string text;
+        for (const auto &d : list)
+            text += (text.empty() ? "" : " ") + d;
+        return text;
+    };
+    std::string text = "channels_last " + (on.empty() ? std::string("off") : off.empty() ? std::string("on")
+                                                                            : "on " + join(on) + ", off " + join(off));
+    text += fusedSgd ? "; fused SGD" : "; SGD loop";
+    text += !cudaGraphs ? "; eager steps" : cuda ? "; CUDA graphs" : "; CUDA graphs (no CUDA device: eager)";
+    return text;
 }
 
 std::string ExperimentConfig::toJson() const
@@ -145,6 +176,7 @@ std::string ExperimentConfig::toJson() const
         {"cpu_threads", cpuThreads},
         {"collective_timeout_s", collectiveTimeoutSeconds},
         {"checkpoints", checkpoints},
+        {"speed", {{"channels_last", speed.channelsLast}, {"fused_sgd", speed.fusedSgd}, {"cuda_graphs", speed.cudaGraphs}}},
     };
     return j.dump(2) + "\n";
 }
@@ -159,7 +191,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s", "checkpoints"});
+                      "collective_timeout_s", "checkpoints", "speed"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
     if (schema != kSchemaVersion)
@@ -192,6 +224,13 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.integer("cpu_threads", config.cpuThreads, 0, 1024);
     top.integer("collective_timeout_s", config.collectiveTimeoutSeconds, 1, 86400);
     top.string("checkpoints", config.checkpoints);
+    if (const json *speed = top.object("speed")) {
+        Reader r(*speed, "speed", problems, written);
+        r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs"});
+        r.string("channels_last", config.speed.channelsLast);
+        r.boolean("fused_sgd", config.speed.fusedSgd);
+        r.boolean("cuda_graphs", config.speed.cudaGraphs);
+    }
 
     throwProblems(origin, problems);
     return config;

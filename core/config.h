@@ -33,6 +33,24 @@ struct ModelConfig
     int numClasses = 10;
 };
 
+// How the steps run, not what they compute (within float rounding): each a switch, so a user or the GPU check can
+// turn one off. Not part of what a checkpoint is bound to: a run resumes with other switches.
+struct SpeedConfig
+{
+    // 4-D weights and activations in NHWC strides: "auto" (on for CUDA and for bf16 on the CPU), "on", "off".
+    std::string channelsLast = "auto";
+    // One multi-tensor (_foreach_) SGD update over every parameter instead of a loop of kernels per parameter.
+    bool fusedSgd = true;
+    // Capture each CUDA replica's full-batch step once and replay it (CUDA only; a failed capture runs eagerly).
+    bool cudaGraphs = false;
+
+    // Whether a replica on device ("cpu", "cuda:1") at precision ("fp32", "bf16") keeps NHWC strides.
+    bool channelsLastOn(const std::string &device, const std::string &precision) const;
+    // The path these switches give the devices, for the log and summary.json: "channels_last on cuda:0, off cpu;
+    // fused SGD; CUDA graphs".
+    std::string describe(const std::vector<std::string> &devices, const std::string &precision) const;
+};
+
 // One experiment, as saved in JSON (schema_version 1).
 struct ExperimentConfig
 {
@@ -53,6 +71,7 @@ struct ExperimentConfig
     int collectiveTimeoutSeconds = 300;
     // Which checkpoints a run keeps: "last+best", "last" (resumable), "best", "none" (45 MB each).
     std::string checkpoints = "last+best";
+    SpeedConfig speed;
 
     // Every problem at once, each "key.path: what is wrong, got value"; empty when valid.
     std::vector<std::string> validate() const;

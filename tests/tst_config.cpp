@@ -41,6 +41,9 @@ void tst_Config::roundTrip()
     c.seed = 42;
     c.precision = "bf16";
     c.cpuThreads = 2;
+    c.speed.channelsLast = "off";
+    c.speed.fusedSgd = false;
+    c.speed.cudaGraphs = true;
     QTemporaryDir dir;
     const std::string path = dir.filePath("c.json").toStdString();
     c.save(path);
@@ -49,6 +52,9 @@ void tst_Config::roundTrip()
     QCOMPARE(back.learningRate, 1e-3);
     QCOMPARE(back.devices.size(), size_t(2));
     QCOMPARE(back.seed, std::uint64_t(42));
+    QCOMPARE(back.speed.channelsLast, std::string("off"));
+    QVERIFY(!back.speed.fusedSgd);
+    QVERIFY(back.speed.cudaGraphs);
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
 }
 
@@ -58,6 +64,14 @@ void tst_Config::defaultsForMissingKeys()
     QCOMPARE(c.batchSize, std::int64_t(256));
     QCOMPARE(c.learningRate, 0.1);
     QCOMPARE(c.dataset.path, std::string("builtin:sample"));
+    QCOMPARE(c.speed.channelsLast, std::string("auto"));
+    QVERIFY(c.speed.fusedSgd);
+    QVERIFY(!c.speed.cudaGraphs);
+    QVERIFY(c.speed.channelsLastOn("cuda:0", "fp32"));
+    QVERIFY(!c.speed.channelsLastOn("cpu", "fp32"));
+    QVERIFY(c.speed.channelsLastOn("cpu", "bf16"));
+    QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu"}, "fp32"),
+             std::string("channels_last on cuda:0 cuda:1, off cpu; fused SGD; eager steps"));
     QVERIFY(c.validate().empty());
 }
 
@@ -84,6 +98,9 @@ void tst_Config::invalid_data()
     QTest::newRow("momentum") << R"({"momentum": 1.0})" << "momentum: must be at least 0 and below 1, got 1";
     QTest::newRow("weight decay") << R"({"weight_decay": -1})" << "weight_decay: must be finite and at least 0, got -1";
     QTest::newRow("threads") << R"({"cpu_threads": -2})" << "cpu_threads: must be 0 (all logical cores) up to 1024, got -2";
+    QTest::newRow("channels_last") << R"({"speed": {"channels_last": "yes"}})" << "speed.channels_last: must be \"auto\", \"on\" or \"off\", got \"yes\"";
+    QTest::newRow("fused_sgd type") << R"({"speed": {"fused_sgd": "true"}})" << "speed.fused_sgd: must be true or false, got a string \"true\"";
+    QTest::newRow("speed unknown") << R"({"speed": {"graphs": true}})" << "speed.graphs: unknown key";
     QTest::newRow("limit") << R"({"dataset": {"train_limit": -1}})" << "dataset.train_limit: must be 0 (all) or more, got -1";
     QTest::newRow("dataset folder") << R"({"dataset": {"path": "/no/such/folder"}})" << "dataset.path: no such folder, got \"/no/such/folder\"";
     QTest::newRow("arch") << R"({"model": {"arch": "vgg"}})" << "model.arch: must be \"resnet18\", got \"vgg\"";

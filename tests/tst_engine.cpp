@@ -47,6 +47,16 @@ torch::nn::Sequential smallModel()
                                  torch::nn::Linear(32, 10));
 }
 
+// 4-D weights with one input channel, 3×3 and a strided 1×1, and no BatchNorm: ResNet-18's BatchNorm over a
+// handful of images makes its updates differ by a few percent between NCHW and NHWC kernels in PyTorch itself.
+torch::nn::Sequential convModel()
+{
+    namespace nn = torch::nn;
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::ReLU(),
+                          nn::Conv2d(nn::Conv2dOptions(8, 16, 1).stride(2)), nn::ReLU(), nn::Flatten(),
+                          nn::Linear(16 * 14 * 14, 10));
+}
+
 torch::nn::Sequential resnet()
 {
     auto m = trainlab::makeResNet18(1, 10);
@@ -64,6 +74,7 @@ struct Knobs
     long faultStep = -1;
     trainlab::RunOptions::FaultPoint faultPoint = trainlab::RunOptions::FaultPoint::Step;
     std::string precision = "fp32";
+    trainlab::SpeedConfig speed{};
 };
 
 // Counts the dtypes flowing through it, to see autocast at work inside each replica's thread.
@@ -98,6 +109,7 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     setup.options.faultPoint = knobs.faultPoint;
     setup.options.controlLag = knobs.controlLag;
     setup.config.precision = knobs.precision;
+    setup.config.speed = knobs.speed;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
@@ -138,6 +150,9 @@ private Q_SLOTS:
     void bf16FollowsFp32_data();
     void bf16FollowsFp32();
     void bf16SeesChangedWeights();
+    void speedSwitchesKeepTheWeights_data();
+    void speedSwitchesKeepTheWeights();
+    void channelsLastStrides();
 };
 
 namespace {
@@ -445,6 +460,73 @@ void tst_Engine::bf16SeesChangedWeights()
     QVERIFY(isBf16);
     QVERIFY2((after - before).abs().max().item<double>() > 1.0, "bf16 forward still used the old weights");
     QCOMPARE(layer->forward(x).scalar_type(), torch::kFloat32);
+}
+
+void tst_Engine::speedSwitchesKeepTheWeights_data()
+{
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<QString>("channelsLast");
+    QTest::addColumn<bool>("fusedSgd");
+    QTest::newRow("channels_last on") << 1 << "on" << true;
+    QTest::newRow("channels_last on, 2 replicas") << 2 << "on" << true;
+    QTest::newRow("SGD loop") << 1 << "off" << false;
+}
+
+// A speed switch changes how a step runs, never what it computes: the weights after two epochs of four steps
+// (momentum) equal the default path's within float rounding.
+void tst_Engine::speedSwitchesKeepTheWeights()
+{
+    QFETCH(int, replicas);
+    QFETCH(QString, channelsLast);
+    QFETCH(bool, fusedSgd);
+    const auto data = syntheticData(64, 24);
+    Knobs plain, changed;
+    plain.learningRate = changed.learningRate = 0.05;
+    plain.speed.channelsLast = "off";
+    changed.speed.channelsLast = channelsLast.toStdString();
+    changed.speed.fusedSgd = fusedSgd;
+    RecordingObserver a, b;
+    auto base = train(1, convModel, data, 2, 16, a, plain);
+    auto other = train(replicas, convModel, data, 2, 16, b, changed);
+    QCOMPARE(toString(base.result.status), "completed");
+    QCOMPARE(toString(other.result.status), "completed");
+    const auto stem = other.replicas[0]->named_parameters()["0.weight"];
+    QCOMPARE(stem.stride(1) == 1, channelsLast == "on");
+    const double diff = maxRelativeDifference(*base.replicas[0], *other.replicas[0]);
+    QVERIFY2(diff < 1e-5, std::to_string(diff).c_str());
+    torch::manual_seed(0);
+    QVERIFY(maxRelativeDifference(*base.replicas[0], *convModel()) > 1e-3);
+    QVERIFY(qAbs(a.epochs.at(0).trainLoss - b.epochs.at(0).trainLoss) < 1e-4 * a.epochs.at(0).trainLoss);
+    QCOMPARE(a.epochs.at(0).testAcc, b.epochs.at(0).testAcc);
+}
+
+// The stem (one input channel) and the 1×1 shortcuts get NHWC strides too, which contiguous(ChannelsLast) leaves
+// NCHW-looking; a checkpoint of NHWC weights loads into a plain model as the same values.
+void tst_Engine::channelsLastStrides()
+{
+    auto model = resnet();
+    const std::string before = trainlab::weightsDigest(*model);
+    trainlab::toChannelsLast(*model);
+    auto params = model->named_parameters();
+    for (const auto &p : params) {
+        if (p.value().dim() == 4)
+            QVERIFY2(p.value().stride(1) == 1, p.key().c_str());
+    }
+    QCOMPARE(params["conv.weight"].size(1), 1);
+    const auto image = trainlab::channelsLast(torch::zeros({2, 1, 28, 28}));
+    QCOMPARE(image.stride(1), 1);
+    QCOMPARE(image.stride(3), 1);
+    QCOMPARE(trainlab::weightsDigest(*model), before);
+    std::ostringstream bytes;
+    torch::serialize::OutputArchive archive;
+    model->save(archive);
+    archive.save_to(bytes);
+    auto plain = resnet();
+    torch::serialize::InputArchive in;
+    const std::string saved = bytes.str();
+    in.load_from(saved.data(), saved.size());
+    plain->load(in);
+    QCOMPARE(trainlab::weightsDigest(*plain), before);
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)

@@ -93,6 +93,9 @@ void tst_ExperimentForm::roundTrip_data()
     c.cpuThreads = 2;
     c.collectiveTimeoutSeconds = 77;   // no field for it: kept as loaded
     c.model.numClasses = 12;
+    c.speed.channelsLast = "on";
+    c.speed.fusedSgd = false;
+    c.speed.cudaGraphs = true;
     QTest::newRow("every field") << c;
     // What validate() refuses is still shown as it is, not clamped into something valid.
     ExperimentConfig bad;
@@ -101,6 +104,7 @@ void tst_ExperimentForm::roundTrip_data()
     bad.batchSize = -1;
     bad.dataset.trainLimit = -5;
     bad.precision = "fp16";
+    bad.speed.channelsLast = "sometimes";
     QTest::newRow("out of range") << bad;
     ExperimentConfig order;
     order.devices = {"cuda:1", "cuda:0"};   // rank 0 is cuda:1: the order is the user's

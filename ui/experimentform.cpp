@@ -4,6 +4,7 @@
 #include "core/train/devices.h"
 #include "ui/datasetdownload.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFormLayout>
@@ -99,6 +100,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_momentum(lineEdit("momentum", tr("0 to below 1")))
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
+    , m_channelsLast(new QComboBox)
+    , m_fusedSgd(new QCheckBox(tr("One fused SGD update")))
+    , m_cudaGraphs(new QCheckBox(tr("CUDA graphs (GPU only)")))
     , m_cpuThreads(spinBox("cpuThreads", INT_MIN, INT_MAX))
     , m_trainLimit(spinBox("trainLimit", INT_MIN, INT_MAX))
     , m_testLimit(spinBox("testLimit", INT_MIN, INT_MAX))
@@ -122,6 +126,13 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_perDevice->setObjectName(QStringLiteral("perDeviceBatch"));
     m_precision->setObjectName(QStringLiteral("precision"));
     m_precision->addItems({QStringLiteral("fp32"), QStringLiteral("bf16")});
+    m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
+    m_channelsLast->addItems({QStringLiteral("auto"), QStringLiteral("on"), QStringLiteral("off")});
+    m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, off on the CPU"));
+    m_fusedSgd->setObjectName(QStringLiteral("fusedSgd"));
+    m_fusedSgd->setToolTip(tr("Update every weight with a few multi-tensor kernels instead of a loop per weight"));
+    m_cudaGraphs->setObjectName(QStringLiteral("cudaGraphs"));
+    m_cudaGraphs->setToolTip(tr("Record each GPU's training step once and replay it; a step that cannot be recorded runs as usual"));
     m_problemsLabel->setObjectName(QStringLiteral("problems"));
     m_problemsLabel->setWordWrap(true);
     m_problemsLabel->setStyleSheet(QStringLiteral("color: #b71c1c;"));
@@ -159,7 +170,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     // Collapsed until asked for (or until one of its fields has a problem): the common knobs come first.
     m_advancedToggle = new QToolButton;
     m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
-    m_advancedToggle->setText(tr("Advanced: momentum, weight decay, precision, threads, image limits"));
+    m_advancedToggle->setText(tr("Advanced: momentum, weight decay, precision, speed, threads, image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_advancedToggle->setArrowType(Qt::RightArrow);
     m_advancedToggle->setCheckable(true);
@@ -175,6 +186,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(tr("&Momentum:"), m_momentum);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(tr("&Precision:"), m_precision);
+    advancedForm->addRow(tr("C&hannels-last:"), m_channelsLast);
+    advancedForm->addRow(QString(), m_fusedSgd);
+    advancedForm->addRow(QString(), m_cudaGraphs);
     advancedForm->addRow(tr("CPU &threads (0: all):"), m_cpuThreads);
     advancedForm->addRow(tr("&Train images (0: all):"), m_trainLimit);
     advancedForm->addRow(tr("T&est images (0: all):"), m_testLimit);
@@ -198,14 +212,17 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("momentum"), m_momentum},
                 {QStringLiteral("weight_decay"), m_weightDecay},
                 {QStringLiteral("precision"), m_precision},
+                {QStringLiteral("speed.channels_last"), m_channelsLast},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
     for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
     for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
-    for (QComboBox *combo : {m_datasetKind, m_precision})
+    for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
+    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs})
+        connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
     connect(m_download, &QPushButton::clicked, this, &ExperimentForm::startDownload);
@@ -268,6 +285,12 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     if (m_precision->findText(precision) < 0)
         m_precision->addItem(precision);   // shown as it is, for validate() to name
     m_precision->setCurrentText(precision);
+    const QString channelsLast = QString::fromStdString(config.speed.channelsLast);
+    if (m_channelsLast->findText(channelsLast) < 0)
+        m_channelsLast->addItem(channelsLast);
+    m_channelsLast->setCurrentText(channelsLast);
+    m_fusedSgd->setChecked(config.speed.fusedSgd);
+    m_cudaGraphs->setChecked(config.speed.cudaGraphs);
     m_cpuThreads->setValue(config.cpuThreads);
     m_trainLimit->setValue(static_cast<int>(std::clamp<std::int64_t>(config.dataset.trainLimit, INT_MIN, INT_MAX)));
     m_testLimit->setValue(static_cast<int>(std::clamp<std::int64_t>(config.dataset.testLimit, INT_MIN, INT_MAX)));
@@ -320,6 +343,9 @@ ExperimentConfig ExperimentForm::config() const
     if (const double v = parseNumber(m_weightDecay->text(), &ok); ok)
         c.weightDecay = v;
     c.precision = m_precision->currentText().toStdString();
+    c.speed.channelsLast = m_channelsLast->currentText().toStdString();
+    c.speed.fusedSgd = m_fusedSgd->isChecked();
+    c.speed.cudaGraphs = m_cudaGraphs->isChecked();
     c.cpuThreads = m_cpuThreads->value();
     return c;
 }
@@ -438,7 +464,7 @@ void ExperimentForm::showProblems()
     }
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
-        for (const char *field : {"momentum", "weight_decay", "precision", "cpu_threads", "dataset.train_limit", "dataset.test_limit"}) {
+        for (const char *field : {"momentum", "weight_decay", "precision", "speed.channels_last", "cpu_threads", "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)
                 m_advancedToggle->setChecked(true);
         }

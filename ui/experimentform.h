@@ -7,6 +7,7 @@
 #include <QStringList>
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QToolButton;
@@ -85,6 +86,9 @@ private:
     QLineEdit *m_momentum;
     QLineEdit *m_weightDecay;
     QComboBox *m_precision;
+    QComboBox *m_channelsLast;
+    QCheckBox *m_fusedSgd;
+    QCheckBox *m_cudaGraphs;
     QSpinBox *m_cpuThreads;
     QSpinBox *m_trainLimit;
     QSpinBox *m_testLimit;

@@ -197,6 +197,7 @@ RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config,
     m_summary.startTime = isoTimeUtc();
     m_summary.trainlabVersion = TRAINLAB_VERSION;
     m_summary.torchVersion = torchVersion();
+    m_summary.speed = config.speed.describe(devices, config.precision);
     m_summary.sweep = tag;
     try {
         testPause("folder-created");
@@ -254,6 +255,7 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     config.save(dir + "/config.json");
     writeFileAtomic(dir + "/metrics.csv", metrics);
     record->m_summary.epochsDone = static_cast<int>(done.size());
+    record->m_summary.speed = config.speed.describe(record->m_summary.devices, config.precision);
     record->m_summary.finalTestAcc = done.empty() ? 0.0 : done.back().testAcc;
     record->m_summary.bestTestAcc = record->m_epochs.bestTestAcc;
     record->m_summary.bestEpoch = record->m_epochs.bestEpoch;
@@ -386,6 +388,7 @@ void RunRecord::writeSummary()
         {"devices", s.devices},
         {"trainlab_version", s.trainlabVersion},
         {"libtorch_version", s.torchVersion},
+        {"speed", s.speed},
         {"start_time", s.startTime},
         {"end_time", s.endTime},
         {"resumed_at", s.resumedAt},
@@ -466,6 +469,7 @@ RunSummary parseRunSummary(const std::string &text, const std::string &runDir)
         s.devices = j.value("devices", std::vector<std::string>{});
         s.trainlabVersion = j.value("trainlab_version", "");
         s.torchVersion = j.value("libtorch_version", "");
+        s.speed = j.value("speed", "");
         s.startTime = j.value("start_time", "");
         s.endTime = j.value("end_time", "");
         s.resumedAt = j.value("resumed_at", std::vector<std::string>{});

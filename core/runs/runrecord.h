@@ -37,6 +37,7 @@ struct RunSummary
     std::string host;
     std::string trainlabVersion;
     std::string torchVersion;
+    std::string speed;            // SpeedConfig::describe of the devices: "channels_last on; fused SGD; eager steps"
     SweepTag sweep;               // empty id: not part of a sweep
 
     bool canResume() const { return status == "stopped" || status == "failed" || status == "interrupted"; }

@@ -111,6 +111,7 @@ std::string checkpointConfigJson(const std::string &configJson)
 {
     json j = json::parse(configJson);
     j.erase("epochs");
+    j.erase("speed");
     return j.dump();
 }
 

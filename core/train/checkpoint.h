@@ -24,7 +24,8 @@ struct CheckpointInfo
     std::vector<EpochMetrics> metrics;      // epochs 1..epoch, so the run record can be rebuilt from it
 };
 
-// The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow.
+// The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow, and `speed`
+// (how steps run, not what they compute).
 std::string checkpointConfigJson(const std::string &configJson);
 std::string fnv1aHex(const std::string &data);
 // Names every key (as a dotted path) whose value differs between two such JSON texts; empty when equal.

@@ -184,6 +184,10 @@ private:
         report([&](TrainingObserver &o) { o.onLog(line); });
     }
     std::string failedRank();
+    torch::Tensor input(const torch::Tensor &images) const
+    {
+        return m_channelsLast ? channelsLast(toInput(images)) : toInput(images);
+    }
 
     World &m_world;
     std::function<torch::nn::Sequential()> m_makeModel;
@@ -201,6 +205,7 @@ private:
     torch::Tensor m_control;
     torch::Tensor m_trainImages, m_trainLabels, m_testImages, m_testLabels;
     long m_globalStep = 0;
+    bool m_channelsLast = false;
     bool m_stopped = false;
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
@@ -306,6 +311,10 @@ void Replica::prepareLocal()
     // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
     if (m_world.resumeCheckpoint)
         loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
+    // After the load, which gives each parameter the strides it was saved with.
+    m_channelsLast = config.speed.channelsLastOn(m_deviceId, config.precision);
+    if (m_channelsLast)
+        toChannelsLast(*m_model);
     makeGradientBuckets();
     // Each device holds the uint8 data once; CPU replicas share the host copy.
     const DataBundle &data = *m_world.data;
@@ -336,7 +345,8 @@ void Replica::makeGradientBuckets()
         torch::Tensor buffer = torch::zeros({total}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
         std::int64_t pos = 0;
         for (auto &p : groups[b]) {
-            p.mutable_grad() = buffer.slice(0, pos, pos + p.numel()).view_as(p);
+            // The parameter's own strides (NHWC or not), so autograd accumulates in place without a layout change.
+            p.mutable_grad() = buffer.slice(0, pos, pos + p.numel()).as_strided(p.sizes(), p.strides());
             pos += p.numel();
         }
         if (b + 1 == groups.size())
@@ -431,7 +441,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
                 if (mine > 0) {
                     mark = Clock::now();
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
-                    const torch::Tensor x = toInput(m_trainImages.index_select(0, idx));
+                    const torch::Tensor x = input(m_trainImages.index_select(0, idx));
                     const torch::Tensor y = m_trainLabels.index_select(0, idx);
                     lap(m_time.data);
                     const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
@@ -476,7 +486,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
                 injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
                             "in the optimizer step " + std::to_string(m_globalStep));
                 mark = Clock::now();
-                fusedSgdStep(*m_optimizer);
+                if (m_world.config.speed.fusedSgd)
+                    fusedSgdStep(*m_optimizer);
+                else
+                    m_optimizer->step();
                 lap(m_time.optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
@@ -529,7 +542,7 @@ double Replica::evaluate(int epoch)
             injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
             for (std::int64_t i = begin; i < end; i += batch) {
                 const std::int64_t stop = std::min(end, i + batch);
-                const torch::Tensor x = toInput(m_testImages.slice(0, i, stop));
+                const torch::Tensor x = input(m_testImages.slice(0, i, stop));
                 const torch::Tensor y = m_testLabels.slice(0, i, stop);
                 counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat32);
             }
@@ -766,6 +779,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.batchesPerEpoch = (info.trainSize + config.batchSize - 1) / config.batchSize;
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);
+    observer.onLog("speed: " + config.speed.describe(config.devices, config.precision));
 
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<Replica>> replicas;

@@ -97,4 +97,37 @@ std::int64_t parameterCount(const torch::nn::Module &model)
     return count;
 }
 
+namespace {
+
+std::vector<std::int64_t> nhwcStrides(c10::IntArrayRef n)
+{
+    return {n[1] * n[2] * n[3], 1, n[3] * n[1], n[1]};
+}
+
+} // namespace
+
+torch::Tensor channelsLast(const torch::Tensor &t)
+{
+    if (t.dim() != 4)
+        return t;
+    const auto strides = nhwcStrides(t.sizes());
+    if (t.strides() == c10::IntArrayRef(strides))
+        return t;
+    // One channel, contiguous: every element already sits where NHWC puts it.
+    if (t.size(1) == 1 && t.is_contiguous())
+        return t.as_strided(t.sizes(), strides);
+    return at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
+}
+
+void toChannelsLast(torch::nn::Module &model)
+{
+    torch::NoGradGuard noGrad;
+    for (const auto &tensors : {model.parameters(), model.buffers()}) {
+        for (auto t : tensors) {
+            if (t.dim() == 4)
+                t.set_data(at::empty_strided(t.sizes(), nhwcStrides(t.sizes()), t.options()).copy_(t));
+        }
+    }
+}
+
 } // namespace trainlab

@@ -13,4 +13,11 @@ torch::nn::Sequential makeResNet18(int inChannels, int numClasses);
 void initD2lWeights(torch::nn::Module &model);
 std::int64_t parameterCount(const torch::nn::Module &model);
 
+// t with NHWC strides spelled out (a 4-D tensor; others as they are). contiguous(ChannelsLast) keeps NCHW-looking
+// strides where C or H×W is 1 (the stem, the 1×1 shortcuts, the images), and convolutions then pick NCHW kernels.
+torch::Tensor channelsLast(const torch::Tensor &t);
+// Every 4-D parameter and buffer of model in NHWC strides, in place: each keeps its TensorImpl, so an optimizer's
+// state stays keyed to it.
+void toChannelsLast(torch::nn::Module &model);
+
 } // namespace trainlab

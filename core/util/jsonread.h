@@ -151,6 +151,17 @@ public:
             wrongType(key, "a string", *value);
     }
 
+    void boolean(const char *key, bool &out) const
+    {
+        const json *value = find(key);
+        if (!value)
+            return;
+        if (value->is_boolean())
+            out = value->get<bool>();
+        else
+            wrongType(key, "true or false", *value);
+    }
+
     void strings(const char *key, std::vector<std::string> &out) const
     {
         const json *value = find(key);
