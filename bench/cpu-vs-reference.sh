@@ -4,13 +4,16 @@
 #   bash bench/cpu-vs-reference.sh [DATA_DIR]   (default: the built-in sample, 2,000 / 500 real images)
 # Knobs (environment): TRAIN=2000 TEST=500 EPOCHS=2 BATCH=128 LR=0.1 SEED=0 THREADS=$(nproc) BUILD=build
 #   PRECISIONS="fp32 bf16" (each program is run in each precision)
+#   LAYOUTS="auto" (TrainLab's speed.channels_last for each run; "auto off on" adds a row for each layout; the
+#   ratio is taken from the first)
+# The reference is timed the chapter's way (no host sync inside the epoch: bench/reference.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 data=${1:-resources/sample}
 [ -d "$data" ] || { echo "cpu-vs-reference: no folder $data" >&2; exit 2; }
 data=$(cd "$data" && pwd)
 TRAIN=${TRAIN:-2000} TEST=${TEST:-500} EPOCHS=${EPOCHS:-2} BATCH=${BATCH:-128} LR=${LR:-0.1} SEED=${SEED:-0}
-THREADS=${THREADS:-$(nproc)} BUILD=${BUILD:-build} PRECISIONS=${PRECISIONS:-fp32 bf16}
+THREADS=${THREADS:-$(nproc)} BUILD=${BUILD:-build} PRECISIONS=${PRECISIONS:-fp32 bf16} LAYOUTS=${LAYOUTS:-auto}
 cli=$BUILD/app/trainlab-cli
 [ -x "$cli" ] || { echo "cpu-vs-reference: no $cli: build first (bash scripts/test.sh)" >&2; exit 2; }
 python=${PYTHON:-python3}
@@ -20,18 +23,23 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "data $data: $TRAIN train / $TEST test, $EPOCHS epoch(s), batch $BATCH, lr $LR, seed $SEED, $THREADS threads"
 echo "LibTorch: TrainLab $("$cli" --version | tr '\n' ' '), reference torch $("$python" -c 'import torch; print(torch.__version__)')"
-printf '%-10s %-9s %10s %10s %9s\n' program precision "img/s" "sec/epoch" "test acc"
+printf '%-10s %-9s %-14s %10s %10s %9s\n' program precision channels_last "img/s" "sec/epoch" "test acc"
 declare -A rate
 for precision in $PRECISIONS; do
+  first=1
+  for layout in $LAYOUTS; do
   cat > "$out/config.json" <<JSON
 {"schema_version": 1, "name": "cpu-vs-reference",
  "dataset": {"name": "fashion-mnist", "path": "$data", "train_limit": $TRAIN, "test_limit": $TEST},
  "model": {"arch": "resnet18", "in_channels": 1, "num_classes": 10}, "devices": ["cpu"],
  "batch_size": $BATCH, "learning_rate": $LR, "epochs": $EPOCHS, "momentum": 0.0, "weight_decay": 0.0,
- "seed": $SEED, "precision": "$precision", "cpu_threads": $THREADS, "checkpoints": "none"}
+ "seed": $SEED, "precision": "$precision", "cpu_threads": $THREADS, "checkpoints": "none",
+ "speed": {"channels_last": "$layout"}}
 JSON
-  if "$cli" run "$out/config.json" --runs-dir "$out/runs-$precision" >"$out/trainlab-$precision.log" 2>&1; then
-    metrics=$(ls "$out/runs-$precision"/*/metrics.csv)
+  runs=$out/runs-$precision-$layout
+  if "$cli" run "$out/config.json" --runs-dir "$runs" >"$out/trainlab-$precision-$layout.log" 2>&1; then
+    metrics=$(ls "$runs"/*/metrics.csv)
+    used=$(sed -n 's/.*speed: channels_last \([a-z]*\).*/\1/p' "$out/trainlab-$precision-$layout.log" | head -n 1)
     read -r r s a < <("$python" - "$metrics" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -39,11 +47,13 @@ print(sum(float(r["images_per_second"]) for r in rows) / len(rows),
       sum(float(r["epoch_seconds"]) for r in rows) / len(rows), rows[-1]["test_acc"])
 PY
 )
-    rate[trainlab-$precision]=$r
-    printf '%-10s %-9s %10.1f %10.1f %9.3f\n' TrainLab "$precision" "$r" "$s" "$a"
+    [ "$first" = 1 ] && rate[trainlab-$precision]=$r
+    printf '%-10s %-9s %-14s %10.1f %10.1f %9.3f\n' TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a"
   else
-    echo "TrainLab $precision failed:"; tail -5 "$out/trainlab-$precision.log"
+    echo "TrainLab $precision channels_last $layout failed:"; tail -5 "$out/trainlab-$precision-$layout.log"
   fi
+  first=0
+  done
   if "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
        --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$SEED" --precision "$precision" \
        --json "$out/reference-$precision.json" >"$out/reference-$precision.log" 2>&1; then
@@ -55,7 +65,7 @@ print(sum(r["images_per_second"] for r in rows) / len(rows), sum(r["epoch_second
 PY
 )
     rate[reference-$precision]=$r
-    printf '%-10s %-9s %10.1f %10.1f %9.3f\n' reference "$precision" "$r" "$s" "$a"
+    printf '%-10s %-9s %-14s %10.1f %10.1f %9.3f\n' reference "$precision" "off" "$r" "$s" "$a"
   else
     echo "reference $precision failed:"; tail -5 "$out/reference-$precision.log"
   fi

@@ -17,6 +17,10 @@ usage: bench/gpu-check.sh [options]
   --out DIR          logs, data, runs and summary (default $OUT, else /tmp/trainlab-gpu)
   --quick            a short smoke run: 1 epoch on 4,096/1,024 synthetic images, batch 256 only,
                      no real data; without a GPU, one tiny CPU run to check the run and summary path
+  --ablation         only the speed ablation on one GPU, batch 256 (real data when found, else synthetic):
+                     today's path (fp32, NCHW, SGD loop, eager), + channels_last, + bf16, + fused SGD,
+                     + CUDA graphs, the chapter's program beside them, then the chapter's whole experiment
+                     (10 epochs, every switch on): wall time from launch to the last epoch, final test acc
   --skip-build       use the trainlab-cli already in the build folder
   --cli PATH         use this trainlab-cli (implies --skip-build)
   --configure-only   stop after CMake's configure step (checks nvcc, LibTorch, the NCCL header)
@@ -44,7 +48,7 @@ die_usage() { echo "gpu-check: $*" >&2; echo "gpu-check: see bench/gpu-check.sh 
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/trainlab-gpu}
-quick=0 skip_build=0 configure_only=0 use_real=1 use_reference=1
+quick=0 ablation=0 skip_build=0 configure_only=0 use_real=1 use_reference=1
 cli='' torch_dir=${TORCH_DIR:-} build_dir=build-gpu jobs=$(nproc 2>/dev/null || echo 4) epochs='' run_timeout='' time_limit=''
 extra_cmake=()
 need_value() { [ "$2" -ge 2 ] || die_usage "$1 needs a value"; }
@@ -53,6 +57,7 @@ while [ $# -gt 0 ]; do
     -h|--help) usage; exit 0 ;;
     --out) need_value "$1" $#; out=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --ablation) ablation=1; shift ;;
     --skip-build) skip_build=1; shift ;;
     --cli) need_value "$1" $#; cli=$2; skip_build=1; shift 2 ;;
     --configure-only) configure_only=1; shift ;;
@@ -76,6 +81,7 @@ positive --jobs "$jobs"
 [ -z "$run_timeout" ] || positive --timeout "$run_timeout"
 [ -z "$time_limit" ] || positive --time-limit "$time_limit"
 [ "$skip_build" = 1 ] && [ "$configure_only" = 1 ] && die_usage "--configure-only and --skip-build/--cli exclude each other"
+[ "$quick" = 1 ] && [ "$ablation" = 1 ] && die_usage "--quick and --ablation exclude each other"
 if [ -n "$cli" ]; then
   if [ ! -f "$cli" ] || [ ! -x "$cli" ]; then die_usage "--cli $cli: not an executable file"; fi
   cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
@@ -392,7 +398,9 @@ train() {
   run_limit "$name" || return 0
   cfg=$out/configs/$(slug "$name").json memlog=$logs/$(slug "$name").mem
   mkdir -p "$out/configs" "$out/runs"
-  sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" -e "s|\"precision\": \"fp32\"|\"precision\": \"$precision\"|" \
+  # SPEED (the caller's environment): the config's speed object, e.g. {"channels_last": "off"}; default: TrainLab's.
+  local speed=${SPEED:-'{}'}
+  sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" -e "s|\"precision\": \"fp32\"|\"precision\": \"$precision\", \"speed\": $speed|" \
       -e "s|\"name\": \"d2l-1gpu\"|\"name\": \"gpucheck-$(slug "$name")\"|" "$root/resources/presets/d2l-1gpu.json" >"$cfg"
   mem_start "$memlog"
   step "$name" timeout -k 10 "$limit" "$cli" run "$cfg" --epochs "$epochs" --batch-size "$batch" --lr "$lr" \
@@ -410,6 +418,9 @@ train() {
       figures[i]="${figures[i]:+${figures[i]}; }$fig"
       trainlab_sec[$name]=$sec
     fi
+  fi
+  if grep -q 'CUDA graphs off' "$log"; then figures[i]+="; CUDA graphs OFF: $(grep -m 1 -o 'capturing.*' "$log")"
+  elif grep -q 'CUDA graphs: captured' "$log"; then figures[i]+="; CUDA graphs captured"
   fi
 }
 # reference NAME DATA BATCH LR DEVICE [TRAIN TEST] [TRAINLAB_NAME]: bench/reference.py, side by side with a TrainLab run.
@@ -490,6 +501,36 @@ gpu_runs() { # LABEL DATA FULL(1: every GPU count)
   done
   [ "$cuda_devices" -ge 2 ] || skip "$label: 2..N GPUs" "only 1 CUDA device"
 }
+# The speed ablation (issue 22): each switch added to the one before, batch 256 on cuda:0, then the chapter's
+# experiment with all of them. SPEED is the config's speed object for that row.
+ablation_runs() { # LABEL DATA
+  local label=$1 data=$2 t0 i
+  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false}' \
+    train "$label: today's path (fp32, NCHW, SGD loop, eager)" "$data" fp32 cuda:0 256 0.1
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false}' \
+    train "$label: + channels_last" "$data" fp32 cuda:0 256 0.1
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false}' \
+    train "$label: + bf16" "$data" bf16 cuda:0 256 0.1
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false}' \
+    train "$label: + fused SGD" "$data" bf16 cuda:0 256 0.1
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true}' \
+    train "$label: + CUDA graphs (all on)" "$data" bf16 cuda:0 256 0.1
+  reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 cuda:0 0 0 "$label: + CUDA graphs (all on)"
+  t0=$(date +%s)
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true}' epochs=10 \
+    train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 cuda:0 256 0.1
+  i=$(( ${#names[@]} - 1 ))
+  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+}
+if [ "$ablation" = 1 ]; then
+  data=$synthetic label=synthetic
+  if [ "$use_real" = 1 ]; then
+    real=${TRAINLAB_DATA_DIR:-$("$cli" dataset where 2>/dev/null | head -n 1)}
+    if [ -n "$real" ] && "$cli" dataset verify "$real" >"$logs/real-data-verify.log" 2>&1; then data=$real label=real; fi
+  fi
+  ablation_runs "$label" "$data"
+  finish
+fi
 gpu_runs synthetic "$synthetic" 1
 
 real=

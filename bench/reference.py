@@ -5,6 +5,10 @@ The yardstick for TrainLab's speed and accuracy: d2l's resnet18 with d2l's Resid
 LazyBatchNorm2d, as d2l/torch.py defines it), d2l's init_weights, train() and evaluate_accuracy_gpu,
 plain SGD and cross-entropy. Runs on the CPU or one GPU (--device).
 
+Timed the chapter's way: its train() reads nothing from the device inside the epoch, so the train loss and
+accuracy printed here are summed on the device and read once after the timer stops (--sync-metrics: read
+them every step, two host syncs per step, as this script did before 2026-12-05).
+
   python3 bench/reference.py --data DIR [--train N] [--test N] [--epochs N] [--batch N] [--lr X]
                              [--threads N] [--seed N] [--device cpu|cuda:0] [--json FILE]
 
@@ -180,6 +184,8 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                    help="bf16: forward and loss under torch.autocast, as TrainLab's bf16")
+    p.add_argument("--sync-metrics", action="store_true",
+                   help="read the loss and correct count every step (.item()), which stalls a GPU twice per step")
     p.add_argument("--json")
     p.add_argument("--init", choices=["d2l", "all-normal"], default="d2l",
                    help="all-normal: N(0, 0.01) on every conv too, as TrainLab did before 0.2 (for comparison)")
@@ -218,7 +224,8 @@ def main():
         start = time.perf_counter()
         order = trainlab_order(len(ytr), a.seed, epoch + 1) if a.trainlab_order \
             else torch.randperm(len(ytr), generator=gen)
-        lsum = correct = 0.0
+        lsum = torch.zeros((), device=device)
+        correct = torch.zeros((), device=device, dtype=torch.int64)
         for i in range(0, len(ytr), a.batch):
             idx = order[i:i + a.batch]
             X, y = Xtr[idx].to(device), ytr[idx].to(device)
@@ -228,11 +235,15 @@ def main():
                 l = loss(out.float(), y)
             l.backward()
             trainer.step()
-            lsum += l.item() * len(y)
-            correct += (out.argmax(1) == y).sum().item()
+            with torch.no_grad():
+                lsum += l.detach() * len(y)
+                correct += (out.argmax(1) == y).sum()
+            if a.sync_metrics:
+                lsum.item(), correct.item()
         if device.type == "cuda":
             torch.cuda.synchronize()
         sec = time.perf_counter() - start
+        lsum, correct = lsum.item(), correct.item()
         times.append(sec)
         acc = evaluate_accuracy_gpu(net, Xte, yte, a.batch, device)
         row = {"epoch": epoch + 1, "train_loss": lsum / len(ytr), "train_acc": correct / len(ytr),

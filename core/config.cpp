@@ -123,6 +123,28 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("collective_timeout_s", "must be between 1 and 86400", str(collectiveTimeoutSeconds));
     if (checkpoints != "last+best" && checkpoints != "last" && checkpoints != "best" && checkpoints != "none")
         bad("checkpoints", "must be \"last+best\", \"last\", \"best\" or \"none\"", quote(checkpoints));
+    const std::set<std::string> kinds{"constant", "step", "cosine", "one_cycle"};
+    if (!kinds.count(schedule.kind))
+        bad("schedule.kind", "must be \"constant\", \"step\", \"cosine\" or \"one_cycle\"", quote(schedule.kind));
+    if (!std::isfinite(schedule.warmupEpochs) || schedule.warmupEpochs < 0 || schedule.warmupEpochs > epochs)
+        bad("schedule.warmup_epochs", "must be from 0 to the run's epochs (" + std::to_string(epochs) + ")",
+            str(schedule.warmupEpochs));
+    else if (schedule.kind == "one_cycle" && schedule.warmupEpochs > 0)
+        bad("schedule.warmup_epochs", "must be 0 with one_cycle (pct_start is its warm-up)", str(schedule.warmupEpochs));
+    if (schedule.stepEpochs < 1 || schedule.stepEpochs > 100000)
+        bad("schedule.step_epochs", "must be between 1 and 100000", str(schedule.stepEpochs));
+    if (!std::isfinite(schedule.stepFactor) || schedule.stepFactor <= 0 || schedule.stepFactor > 1)
+        bad("schedule.step_factor", "must be above 0 and at most 1", str(schedule.stepFactor));
+    if (!std::isfinite(schedule.pctStart) || schedule.pctStart <= 0 || schedule.pctStart >= 1)
+        bad("schedule.pct_start", "must be above 0 and below 1", str(schedule.pctStart));
+    if (nesterov && !(momentum > 0))
+        bad("nesterov", "needs a momentum above 0", "true");
+    if (!std::isfinite(labelSmoothing) || labelSmoothing < 0 || labelSmoothing >= 1)
+        bad("label_smoothing", "must be at least 0 and below 1", str(labelSmoothing));
+    if (earlyStopping.patience < 0 || earlyStopping.patience > 100000)
+        bad("early_stopping.patience", "must be 0 (off) up to 100000 epochs", str(earlyStopping.patience));
+    if (!std::isfinite(earlyStopping.minDelta) || earlyStopping.minDelta < 0 || earlyStopping.minDelta > 1)
+        bad("early_stopping.min_delta", "must be from 0 to 1 (test accuracy)", str(earlyStopping.minDelta));
     if (speed.channelsLast != "auto" && speed.channelsLast != "on" && speed.channelsLast != "off")
         bad("speed.channels_last", "must be \"auto\", \"on\" or \"off\"", quote(speed.channelsLast));
     return problems;
@@ -171,6 +193,11 @@ std::string ExperimentConfig::toJson() const
         {"epochs", epochs},
         {"momentum", momentum},
         {"weight_decay", weightDecay},
+        {"nesterov", nesterov},
+        {"label_smoothing", labelSmoothing},
+        {"schedule", {{"kind", schedule.kind}, {"warmup_epochs", schedule.warmupEpochs}, {"step_epochs", schedule.stepEpochs},
+                      {"step_factor", schedule.stepFactor}, {"pct_start", schedule.pctStart}}},
+        {"early_stopping", {{"patience", earlyStopping.patience}, {"min_delta", earlyStopping.minDelta}}},
         {"seed", seed},
         {"precision", precision},
         {"cpu_threads", cpuThreads},
@@ -191,7 +218,8 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s", "checkpoints", "speed"});
+                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "label_smoothing", "schedule",
+                      "early_stopping"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
     if (schema != kSchemaVersion)
@@ -224,6 +252,23 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.integer("cpu_threads", config.cpuThreads, 0, 1024);
     top.integer("collective_timeout_s", config.collectiveTimeoutSeconds, 1, 86400);
     top.string("checkpoints", config.checkpoints);
+    top.boolean("nesterov", config.nesterov);
+    top.number("label_smoothing", config.labelSmoothing);
+    if (const json *schedule = top.object("schedule")) {
+        Reader r(*schedule, "schedule", problems, written);
+        r.checkUnknown({"kind", "warmup_epochs", "step_epochs", "step_factor", "pct_start"});
+        r.string("kind", config.schedule.kind);
+        r.number("warmup_epochs", config.schedule.warmupEpochs);
+        r.integer("step_epochs", config.schedule.stepEpochs, 1, 100000);
+        r.number("step_factor", config.schedule.stepFactor);
+        r.number("pct_start", config.schedule.pctStart);
+    }
+    if (const json *early = top.object("early_stopping")) {
+        Reader r(*early, "early_stopping", problems, written);
+        r.checkUnknown({"patience", "min_delta"});
+        r.integer("patience", config.earlyStopping.patience, 0, 100000);
+        r.number("min_delta", config.earlyStopping.minDelta);
+    }
     if (const json *speed = top.object("speed")) {
         Reader r(*speed, "speed", problems, written);
         r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs"});

@@ -51,6 +51,25 @@ struct SpeedConfig
     std::string describe(const std::vector<std::string> &devices, const std::string &precision) const;
 };
 
+// The learning rate over the run, a function of the global step (so a resumed run follows it exactly).
+struct ScheduleConfig
+{
+    // "constant" (the chapter's), "step", "cosine" (to 0 at the last step), "one_cycle" (PyTorch's OneCycleLR, cos).
+    std::string kind = "constant";
+    // A linear rise to learning_rate over these epochs first (not with one_cycle, which has its own).
+    double warmupEpochs = 0.0;
+    int stepEpochs = 30;        // step: multiply by step_factor every step_epochs epochs
+    double stepFactor = 0.1;
+    double pctStart = 0.3;      // one_cycle: the share of the steps rising to learning_rate
+};
+
+// Ends a run whose test accuracy has not risen by more than min_delta over its best for patience epochs.
+struct EarlyStoppingConfig
+{
+    int patience = 0;           // 0: off
+    double minDelta = 0.0;
+};
+
 // One experiment, as saved in JSON (schema_version 1).
 struct ExperimentConfig
 {
@@ -65,6 +84,10 @@ struct ExperimentConfig
     int epochs = 10;
     double momentum = 0.0;
     double weightDecay = 0.0;
+    bool nesterov = false;
+    double labelSmoothing = 0.0;
+    ScheduleConfig schedule;
+    EarlyStoppingConfig earlyStopping;
     std::uint64_t seed = 0;
     std::string precision = "fp32";
     int cpuThreads = 0;

@@ -52,6 +52,7 @@ expect 2 'no such file or folder' "--torch-dir missing" bash "$gc" --torch-dir "
 expect 2 'no TorchConfig.cmake' "--torch-dir without LibTorch" bash "$gc" --torch-dir "$tmp" --out "$tmp/o"
 expect 2 'not an executable file' "--cli missing" bash "$gc" --cli "$tmp/none"
 expect 2 'exclude each other' "--configure-only --skip-build" bash "$gc" --configure-only --skip-build
+expect 2 'exclude each other' "--quick --ablation" bash "$gc" --quick --ablation
 
 # 2. the NCCL version check, in script mode
 cat >"$tmp/nccl.cmake" <<'EOF'

@@ -41,6 +41,12 @@ void tst_Config::roundTrip()
     c.seed = 42;
     c.precision = "bf16";
     c.cpuThreads = 2;
+    c.nesterov = true;
+    c.labelSmoothing = 0.1;
+    c.schedule.kind = "cosine";
+    c.schedule.warmupEpochs = 0.5;
+    c.earlyStopping.patience = 3;
+    c.earlyStopping.minDelta = 0.002;
     c.speed.channelsLast = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
@@ -98,6 +104,14 @@ void tst_Config::invalid_data()
     QTest::newRow("momentum") << R"({"momentum": 1.0})" << "momentum: must be at least 0 and below 1, got 1";
     QTest::newRow("weight decay") << R"({"weight_decay": -1})" << "weight_decay: must be finite and at least 0, got -1";
     QTest::newRow("threads") << R"({"cpu_threads": -2})" << "cpu_threads: must be 0 (all logical cores) up to 1024, got -2";
+    QTest::newRow("schedule kind") << R"({"schedule": {"kind": "linear"}})" << "schedule.kind: must be \"constant\", \"step\", \"cosine\" or \"one_cycle\", got \"linear\"";
+    QTest::newRow("warm-up past the run") << R"({"epochs": 3, "schedule": {"warmup_epochs": 4}})" << "schedule.warmup_epochs: must be from 0 to the run's epochs (3), got 4";
+    QTest::newRow("warm-up with one_cycle") << R"({"schedule": {"kind": "one_cycle", "warmup_epochs": 1}})" << "schedule.warmup_epochs: must be 0 with one_cycle (pct_start is its warm-up), got 1";
+    QTest::newRow("step factor") << R"({"schedule": {"step_factor": 1.5}})" << "schedule.step_factor: must be above 0 and at most 1, got 1.5";
+    QTest::newRow("pct_start") << R"({"schedule": {"pct_start": 1}})" << "schedule.pct_start: must be above 0 and below 1, got 1";
+    QTest::newRow("nesterov without momentum") << R"({"nesterov": true})" << "nesterov: needs a momentum above 0, got true";
+    QTest::newRow("label smoothing") << R"({"label_smoothing": 1})" << "label_smoothing: must be at least 0 and below 1, got 1";
+    QTest::newRow("patience") << R"({"early_stopping": {"patience": -1}})" << "early_stopping.patience: must be 0 (off) up to 100000 epochs, got -1";
     QTest::newRow("channels_last") << R"({"speed": {"channels_last": "yes"}})" << "speed.channels_last: must be \"auto\", \"on\" or \"off\", got \"yes\"";
     QTest::newRow("fused_sgd type") << R"({"speed": {"fused_sgd": "true"}})" << "speed.fused_sgd: must be true or false, got a string \"true\"";
     QTest::newRow("speed unknown") << R"({"speed": {"graphs": true}})" << "speed.graphs: unknown key";

@@ -75,6 +75,7 @@ struct Knobs
     trainlab::RunOptions::FaultPoint faultPoint = trainlab::RunOptions::FaultPoint::Step;
     std::string precision = "fp32";
     trainlab::SpeedConfig speed{};
+    trainlab::ScheduleConfig schedule{};
 };
 
 // Counts the dtypes flowing through it, to see autocast at work inside each replica's thread.
@@ -110,6 +111,7 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     setup.options.controlLag = knobs.controlLag;
     setup.config.precision = knobs.precision;
     setup.config.speed = knobs.speed;
+    setup.config.schedule = knobs.schedule;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
@@ -153,6 +155,7 @@ private Q_SLOTS:
     void speedSwitchesKeepTheWeights_data();
     void speedSwitchesKeepTheWeights();
     void channelsLastStrides();
+    void scheduleReachesTheOptimizer();
 };
 
 namespace {
@@ -498,6 +501,26 @@ void tst_Engine::speedSwitchesKeepTheWeights()
     QVERIFY(maxRelativeDifference(*base.replicas[0], *convModel()) > 1e-3);
     QVERIFY(qAbs(a.epochs.at(0).trainLoss - b.epochs.at(0).trainLoss) < 1e-4 * a.epochs.at(0).trainLoss);
     QCOMPARE(a.epochs.at(0).testAcc, b.epochs.at(0).testAcc);
+}
+
+// Epoch 2 at a step schedule's factor 1e-12 leaves the weights where epoch 1 put them: the schedule's rate is the
+// one each step uses (momentum included, as the update is lr times the buffer).
+void tst_Engine::scheduleReachesTheOptimizer()
+{
+    const auto data = syntheticData(64, 24);
+    Knobs dropping;
+    dropping.schedule.kind = "step";
+    dropping.schedule.stepEpochs = 1;
+    dropping.schedule.stepFactor = 1e-12;
+    RecordingObserver a, b, c;
+    auto oneEpoch = train(1, smallModel, data, 1, 16, a);
+    auto dropped = train(1, smallModel, data, 2, 16, b, dropping);
+    auto constant = train(1, smallModel, data, 2, 16, c);
+    QCOMPARE(toString(dropped.result.status), "completed");
+    QVERIFY2(maxRelativeDifference(*oneEpoch.replicas[0], *dropped.replicas[0]) < 1e-6,
+             std::to_string(maxRelativeDifference(*oneEpoch.replicas[0], *dropped.replicas[0])).c_str());
+    QVERIFY(maxRelativeDifference(*oneEpoch.replicas[0], *constant.replicas[0]) > 1e-3);
+    QVERIFY(std::any_of(b.logs.begin(), b.logs.end(), [](const std::string &l) { return l.find("epoch 2: learning rate 1e-13") == 0; }));
 }
 
 // The stem (one input channel) and the 1×1 shortcuts get NHWC strides too, which contiguous(ChannelsLast) leaves

@@ -1,9 +1,13 @@
+#include "core/config.h"
+#include "core/train/checkpoint.h"
 #include "core/train/engine.h"
 #include "core/train/model.h"
 
 #include <torch/torch.h>
 
 #include <cmath>
+
+#include <nlohmann/json.hpp>
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -19,6 +23,7 @@ private Q_SLOTS:
     void d2lInit();
     void checkpointRoundTrip();
     void brokenCheckpoint();
+    void olderCheckpointConfigStillMatches();
 };
 
 void tst_Model::parameterCount_data()
@@ -127,6 +132,21 @@ void tst_Model::brokenCheckpoint()
     } catch (const std::runtime_error &e) {
         QVERIFY2(std::string(e.what()).find(path + ": not a TrainLab checkpoint") == 0, e.what());
     }
+}
+
+// A checkpoint written before schedules, label smoothing, Nesterov and early stopping existed lacks their keys; at
+// their defaults it is bound to the same experiment, so such a run still resumes. A changed value still differs.
+void tst_Model::olderCheckpointConfigStillMatches()
+{
+    const std::string bound = trainlab::checkpointConfigJson(trainlab::ExperimentConfig{}.toJson());
+    auto older = nlohmann::json::parse(bound);
+    for (const char *key : {"nesterov", "label_smoothing", "schedule", "early_stopping"})
+        QVERIFY(older.erase(key) == 1);
+    QVERIFY(older.dump() != bound);
+    QCOMPARE(trainlab::currentBoundConfig(older.dump()), bound);
+    older["momentum"] = 0.5;
+    QVERIFY(trainlab::currentBoundConfig(older.dump()) != bound);
+    QCOMPARE(trainlab::configDifferences(trainlab::currentBoundConfig(older.dump()), bound), std::vector<std::string>{"momentum"});
 }
 
 QTEST_APPLESS_MAIN(tst_Model)

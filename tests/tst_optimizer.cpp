@@ -1,10 +1,12 @@
 #include "core/train/fusedsgd.h"
+#include "core/train/schedule.h"
 
 #include <torch/torch.h>
 
 #include <QtTest>
 
-// The fused SGD step against LibTorch's own: same weights, same momentum buffers, same saved state (issue 22).
+// The fused SGD step against LibTorch's own: same weights, same momentum buffers, same saved state (issue 22); the
+// learning-rate schedules and early stopping (issue 24).
 class tst_Optimizer : public QObject
 {
     Q_OBJECT
@@ -13,6 +15,10 @@ private Q_SLOTS:
     void equalsTorchSgd_data();
     void equalsTorchSgd();
     void stateSavesAsTorchSgd();
+    void scheduleValues_data();
+    void scheduleValues();
+    void earlyStop_data();
+    void earlyStop();
 };
 
 namespace {
@@ -105,6 +111,72 @@ void tst_Optimizer::stateSavesAsTorchSgd()
     sgdB.step();
     const double d = maxDifference(a->parameters(), b->parameters());
     QVERIFY2(d <= 1e-6, std::to_string(d).c_str());
+}
+
+void tst_Optimizer::scheduleValues_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::addColumn<double>("warmup");
+    QTest::addColumn<qint64>("step");
+    QTest::addColumn<double>("expected");
+    // 10 epochs of 100 steps, learning_rate 0.1, step_epochs 3, step_factor 0.1, pct_start 0.3.
+    QTest::newRow("constant") << "constant" << 0.0 << qint64(517) << 0.1;
+    QTest::newRow("constant, warm-up step 0") << "constant" << 2.0 << qint64(0) << 0.1 / 200;
+    QTest::newRow("constant, warm-up half way") << "constant" << 2.0 << qint64(99) << 0.05;
+    QTest::newRow("constant, after warm-up") << "constant" << 2.0 << qint64(200) << 0.1;
+    QTest::newRow("step, epoch 3") << "step" << 0.0 << qint64(299) << 0.1;
+    QTest::newRow("step, epoch 4") << "step" << 0.0 << qint64(300) << 0.01;
+    QTest::newRow("step, epoch 7") << "step" << 0.0 << qint64(600) << 0.001;
+    QTest::newRow("cosine, start") << "cosine" << 0.0 << qint64(0) << 0.1;
+    QTest::newRow("cosine, middle") << "cosine" << 0.0 << qint64(500) << 0.05;
+    QTest::newRow("cosine, after 1 warm-up epoch") << "cosine" << 1.0 << qint64(100) << 0.1;
+    QTest::newRow("cosine, middle of the rest") << "cosine" << 1.0 << qint64(550) << 0.05;
+    QTest::newRow("one_cycle, start") << "one_cycle" << 0.0 << qint64(0) << 0.1 / 25;
+    QTest::newRow("one_cycle, peak") << "one_cycle" << 0.0 << qint64(299) << 0.1;
+    QTest::newRow("one_cycle, last") << "one_cycle" << 0.0 << qint64(999) << 0.1 / 25 / 1e4;
+    QTest::newRow("past the end stays at the last") << "one_cycle" << 0.0 << qint64(5000) << 0.1 / 25 / 1e4;
+}
+
+void tst_Optimizer::scheduleValues()
+{
+    QFETCH(QString, kind);
+    QFETCH(double, warmup);
+    QFETCH(qint64, step);
+    QFETCH(double, expected);
+    trainlab::ExperimentConfig c;
+    c.learningRate = 0.1;
+    c.epochs = 10;
+    c.schedule.kind = kind.toStdString();
+    c.schedule.warmupEpochs = warmup;
+    c.schedule.stepEpochs = 3;
+    QVERIFY(c.validate().empty());
+    const double lr = trainlab::learningRateAt(c, step, 100);
+    QVERIFY2(std::abs(lr - expected) <= 1e-9 * expected,
+             (std::to_string(lr) + " against " + std::to_string(expected)).c_str());
+}
+
+void tst_Optimizer::earlyStop_data()
+{
+    QTest::addColumn<QVector<double>>("accuracies");
+    QTest::addColumn<int>("patience");
+    QTest::addColumn<double>("minDelta");
+    QTest::addColumn<int>("bestEpoch");
+    QTest::newRow("off") << QVector<double>{0.5, 0.4, 0.3, 0.2} << 0 << 0.0 << 0;
+    QTest::newRow("still rising") << QVector<double>{0.5, 0.6, 0.7} << 1 << 0.0 << 0;
+    QTest::newRow("flat for patience") << QVector<double>{0.5, 0.8, 0.7, 0.8} << 2 << 0.0 << 2;
+    QTest::newRow("one short of patience") << QVector<double>{0.5, 0.8, 0.7} << 2 << 0.0 << 0;
+    QTest::newRow("gains below min_delta") << QVector<double>{0.80, 0.805, 0.809} << 2 << 0.01 << 1;
+    QTest::newRow("a gain above min_delta resets") << QVector<double>{0.80, 0.805, 0.82} << 2 << 0.01 << 0;
+}
+
+void tst_Optimizer::earlyStop()
+{
+    QFETCH(QVector<double>, accuracies);
+    QFETCH(int, patience);
+    QFETCH(double, minDelta);
+    QFETCH(int, bestEpoch);
+    const std::vector<double> acc(accuracies.begin(), accuracies.end());
+    QCOMPARE(trainlab::earlyStopBestEpoch(acc, {patience, minDelta}), bestEpoch);
 }
 
 QTEST_GUILESS_MAIN(tst_Optimizer)

@@ -45,6 +45,7 @@ private Q_SLOTS:
     void invalidConfigFails();
     void runFolderNamesDoNotClash();
     void timeSplitPerRank();
+    void earlyStoppingEndsTheRun();
 
 private:
     trainlab::RunResult run(const ExperimentConfig &c, RecordingObserver &o, bool keep = false)
@@ -239,6 +240,26 @@ void tst_Trainer::timeSplitPerRank()
     QCOMPARE(rows.size(), std::size_t(2));
     QCOMPARE(rows[1].time.size(), std::size_t(2));
     QVERIFY(std::abs(rows[1].time[1].allreduce - o.epochs[1].time[1].allreduce) < 1e-3);
+}
+
+// A gain no epoch can make (min_delta 1) with patience 1: the run ends completed after epoch 2, says why in its
+// log and summary.json, and keeps both epochs.
+void tst_Trainer::earlyStoppingEndsTheRun()
+{
+    auto c = tiny(5);
+    c.dataset.trainLimit = 32;
+    c.earlyStopping.patience = 1;
+    c.earlyStopping.minDelta = 1.0;
+    RecordingObserver o;
+    const auto result = run(c, o, true);
+    QCOMPARE(toString(result.status), "completed");
+    QCOMPARE(result.epochs.size(), std::size_t(2));
+    QCOMPARE(result.note, std::string("stopped early at epoch 2 (best 1)"));
+    QVERIFY(std::find(o.logs.begin(), o.logs.end(), result.note) != o.logs.end());
+    const auto summary = trainlab::readRunSummary(result.runDir);
+    QCOMPARE(summary.status, std::string("completed"));
+    QCOMPARE(summary.note, result.note);
+    QCOMPARE(summary.epochsDone, 2);
 }
 
 QTEST_GUILESS_MAIN(tst_Trainer)

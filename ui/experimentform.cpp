@@ -100,6 +100,11 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_momentum(lineEdit("momentum", tr("0 to below 1")))
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
+    , m_schedule(new QComboBox)
+    , m_warmup(lineEdit("warmupEpochs", tr("epochs, e.g. 1 or 0.5")))
+    , m_nesterov(new QCheckBox(tr("Nesterov momentum")))
+    , m_labelSmoothing(lineEdit("labelSmoothing", tr("0, or e.g. 0.1")))
+    , m_patience(spinBox("patience", INT_MIN, INT_MAX))
     , m_channelsLast(new QComboBox)
     , m_fusedSgd(new QCheckBox(tr("One fused SGD update")))
     , m_cudaGraphs(new QCheckBox(tr("CUDA graphs (GPU only)")))
@@ -126,6 +131,11 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_perDevice->setObjectName(QStringLiteral("perDeviceBatch"));
     m_precision->setObjectName(QStringLiteral("precision"));
     m_precision->addItems({QStringLiteral("fp32"), QStringLiteral("bf16")});
+    m_schedule->setObjectName(QStringLiteral("schedule"));
+    m_schedule->addItems({QStringLiteral("constant"), QStringLiteral("step"), QStringLiteral("cosine"), QStringLiteral("one_cycle")});
+    m_schedule->setToolTip(tr("How the learning rate changes over the run; one_cycle rises to it and falls back"));
+    m_nesterov->setObjectName(QStringLiteral("nesterov"));
+    m_patience->setToolTip(tr("End the run when the test accuracy has not improved for this many epochs; 0: never"));
     m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
     m_channelsLast->addItems({QStringLiteral("auto"), QStringLiteral("on"), QStringLiteral("off")});
     m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, off on the CPU"));
@@ -170,7 +180,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     // Collapsed until asked for (or until one of its fields has a problem): the common knobs come first.
     m_advancedToggle = new QToolButton;
     m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
-    m_advancedToggle->setText(tr("Advanced: momentum, weight decay, precision, speed, threads, image limits"));
+    m_advancedToggle->setText(tr("Advanced: momentum, schedule, early stop, precision, speed, threads, image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_advancedToggle->setArrowType(Qt::RightArrow);
     m_advancedToggle->setCheckable(true);
@@ -184,6 +194,11 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     });
     auto *advancedForm = new QFormLayout(advanced);
     advancedForm->addRow(tr("&Momentum:"), m_momentum);
+    advancedForm->addRow(QString(), m_nesterov);
+    advancedForm->addRow(tr("Sc&hedule:"), m_schedule);
+    advancedForm->addRow(tr("&Warm-up epochs:"), m_warmup);
+    advancedForm->addRow(tr("&Label smoothing:"), m_labelSmoothing);
+    advancedForm->addRow(tr("Early stop &patience (0: off):"), m_patience);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(tr("&Precision:"), m_precision);
     advancedForm->addRow(tr("C&hannels-last:"), m_channelsLast);
@@ -212,16 +227,21 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("momentum"), m_momentum},
                 {QStringLiteral("weight_decay"), m_weightDecay},
                 {QStringLiteral("precision"), m_precision},
+                {QStringLiteral("nesterov"), m_nesterov},
+                {QStringLiteral("schedule.kind"), m_schedule},
+                {QStringLiteral("schedule.warmup_epochs"), m_warmup},
+                {QStringLiteral("label_smoothing"), m_labelSmoothing},
+                {QStringLiteral("early_stopping.patience"), m_patience},
                 {QStringLiteral("speed.channels_last"), m_channelsLast},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
-    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay})
+    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
-    for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit})
+    for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
-    for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast})
+    for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
-    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs})
+    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
@@ -281,6 +301,14 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_seed->setText(QString::number(config.seed));
     m_momentum->setText(shortest(config.momentum));
     m_weightDecay->setText(shortest(config.weightDecay));
+    m_nesterov->setChecked(config.nesterov);
+    const QString schedule = QString::fromStdString(config.schedule.kind);
+    if (m_schedule->findText(schedule) < 0)
+        m_schedule->addItem(schedule);
+    m_schedule->setCurrentText(schedule);
+    m_warmup->setText(shortest(config.schedule.warmupEpochs));
+    m_labelSmoothing->setText(shortest(config.labelSmoothing));
+    m_patience->setValue(config.earlyStopping.patience);
     const QString precision = QString::fromStdString(config.precision);
     if (m_precision->findText(precision) < 0)
         m_precision->addItem(precision);   // shown as it is, for validate() to name
@@ -342,6 +370,13 @@ ExperimentConfig ExperimentForm::config() const
         c.momentum = v;
     if (const double v = parseNumber(m_weightDecay->text(), &ok); ok)
         c.weightDecay = v;
+    c.nesterov = m_nesterov->isChecked();
+    c.schedule.kind = m_schedule->currentText().toStdString();
+    if (const double v = parseNumber(m_warmup->text(), &ok); ok)
+        c.schedule.warmupEpochs = v;
+    if (const double v = parseNumber(m_labelSmoothing->text(), &ok); ok)
+        c.labelSmoothing = v;
+    c.earlyStopping.patience = m_patience->value();
     c.precision = m_precision->currentText().toStdString();
     c.speed.channelsLast = m_channelsLast->currentText().toStdString();
     c.speed.fusedSgd = m_fusedSgd->isChecked();
@@ -368,6 +403,8 @@ QStringList ExperimentForm::unparsedText() const
     number("seed", m_seed, true);
     number("momentum", m_momentum, false);
     number("weight_decay", m_weightDecay, false);
+    number("schedule.warmup_epochs", m_warmup, false);
+    number("label_smoothing", m_labelSmoothing, false);
     return list;
 }
 
@@ -464,7 +501,9 @@ void ExperimentForm::showProblems()
     }
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
-        for (const char *field : {"momentum", "weight_decay", "precision", "speed.channels_last", "cpu_threads", "dataset.train_limit", "dataset.test_limit"}) {
+        for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing",
+                                 "early_stopping.patience", "precision", "speed.channels_last", "cpu_threads",
+                                 "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)
                 m_advancedToggle->setChecked(true);
         }

@@ -86,6 +86,11 @@ private:
     QLineEdit *m_momentum;
     QLineEdit *m_weightDecay;
     QComboBox *m_precision;
+    QComboBox *m_schedule;
+    QLineEdit *m_warmup;
+    QCheckBox *m_nesterov;
+    QLineEdit *m_labelSmoothing;
+    QSpinBox *m_patience;
     QComboBox *m_channelsLast;
     QCheckBox *m_fusedSgd;
     QCheckBox *m_cudaGraphs;

@@ -101,6 +101,8 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         QString tip = QString::fromStdString(s.dir);
         if (!s.error.empty())
             tip += QLatin1Char('\n') + QString::fromStdString(s.error);
+        if (!s.note.empty())
+            tip += QLatin1Char('\n') + QString::fromStdString(s.note);
         return tip;
     }
     if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= SecPerEpoch)

@@ -363,6 +363,7 @@ void RunRecord::finish(const RunResult &result)
 {
     m_summary.status = result.status == RunStatus::Completed ? "completed" : toString(result.status);
     m_summary.error = result.error;
+    m_summary.note = result.note;
     m_summary.endTime = isoTimeUtc();
     writeSummary();
 }
@@ -376,6 +377,7 @@ void RunRecord::writeSummary()
         {"name", s.name},
         {"status", s.status},
         {"error", s.error},
+        {"note", s.note},
         {"best_test_acc", s.bestTestAcc},
         {"best_epoch", s.bestEpoch},
         {"final_test_acc", s.finalTestAcc},
@@ -457,6 +459,7 @@ RunSummary parseRunSummary(const std::string &text, const std::string &runDir)
         s.name = j.value("name", "");
         s.status = j.value("status", "");
         s.error = j.value("error", "");
+        s.note = j.value("note", "");
         s.bestTestAcc = number(j, "best_test_acc", 0.0, 1.0);
         s.bestEpoch = field(j, "best_epoch", 0, 0, kMaxEpochs);
         s.finalTestAcc = number(j, "final_test_acc", 0.0, 1.0);

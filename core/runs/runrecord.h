@@ -20,6 +20,7 @@ struct RunSummary
     // process holds the folder's lock (a crash, a reboot, kill -9).
     std::string status;
     std::string error;
+    std::string note;             // "stopped early at epoch 7 (best 4)"
     double bestTestAcc = 0.0;
     int bestEpoch = 0;
     double finalTestAcc = 0.0;

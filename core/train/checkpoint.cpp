@@ -1,5 +1,6 @@
 #include "core/train/checkpoint.h"
 
+#include "core/config.h"
 #include "core/train/engine.h"
 #include "core/util/atomicfile.h"
 
@@ -89,6 +90,7 @@ CheckpointInfo readInfo(torch::serialize::InputArchive &archive)
     info.metrics = metricsRows(metrics);
     if (fnv1aHex(info.config) != info.configHash)
         throw std::runtime_error("its configuration does not match its hash");
+
     if (static_cast<int>(info.metrics.size()) != info.epoch)
         throw std::runtime_error("it holds " + std::to_string(info.metrics.size()) + " epochs of metrics for epoch "
                                  + std::to_string(info.epoch));
@@ -113,6 +115,15 @@ std::string checkpointConfigJson(const std::string &configJson)
     j.erase("epochs");
     j.erase("speed");
     return j.dump();
+}
+
+std::string currentBoundConfig(const std::string &checkpointConfig)
+{
+    try {
+        return checkpointConfigJson(ExperimentConfig::fromJson(checkpointConfig).toJson());
+    } catch (const std::exception &) {
+        return checkpointConfig;   // compared as written: the comparison names what differs
+    }
 }
 
 std::vector<std::string> configDifferences(const std::string &a, const std::string &b)

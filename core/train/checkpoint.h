@@ -27,6 +27,9 @@ struct CheckpointInfo
 // The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow, and `speed`
 // (how steps run, not what they compute).
 std::string checkpointConfigJson(const std::string &configJson);
+// A checkpoint's bound configuration as this TrainLab writes it: keys added since (at their defaults) make an older
+// checkpoint no different.
+std::string currentBoundConfig(const std::string &checkpointConfig);
 std::string fnv1aHex(const std::string &data);
 // Names every key (as a dotted path) whose value differs between two such JSON texts; empty when equal.
 std::vector<std::string> configDifferences(const std::string &a, const std::string &b);

@@ -6,7 +6,9 @@
 #include "core/train/fusedsgd.h"
 #include "core/train/model.h"
 #include "core/train/precision.h"
+#include "core/train/schedule.h"
 #include "core/util/hostmemory.h"
+#include "core/util/numtext.h"
 #include "core/util/testhooks.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 
 #ifdef TRAINLAB_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -42,6 +45,13 @@ using Clock = std::chrono::steady_clock;
 enum Control { kStop, kError, kLossSum, kCorrect, kSeen, kControlSize };
 
 constexpr std::int64_t kBucketElements = 8 << 20;
+// Full-batch steps run eagerly before a CUDA graph is captured: cuDNN's autotune and the allocator settle first.
+constexpr int kGraphWarmSteps = 3;
+
+bool constantSchedule(const ExperimentConfig &config)
+{
+    return config.schedule.kind == "constant" && config.schedule.warmupEpochs == 0;
+}
 
 double seconds(Clock::time_point since)
 {
@@ -150,6 +160,18 @@ void allreduceMean(Collective *collective, const std::vector<torch::Tensor> &ten
     }
 }
 
+#ifdef TRAINLAB_WITH_CUDA
+// A replica's captured training step: forward + backward into the gradient buckets, then (after the eager
+// all-reduce) the optimizer step, both replaying from fixed input buffers in one private memory pool.
+struct StepGraphs
+{
+    at::cuda::CUDAGraph compute, update;
+    torch::Tensor x, y;
+    int warmSteps = 0;
+    bool computeReady = false, updateReady = false;
+};
+#endif
+
 class Replica
 {
 public:
@@ -170,6 +192,10 @@ private:
     void prepareLocal();
     void makeGradientBuckets();
     bool trainEpoch(int epoch, int epochs);
+    void computeStep(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
+    void optimizerStep();
+    bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
+    bool replayUpdate();
     double evaluate(int epoch);
     void fail(const std::string &error);
     std::string who() const { return "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): "; }
@@ -205,7 +231,13 @@ private:
     torch::Tensor m_control;
     torch::Tensor m_trainImages, m_trainLabels, m_testImages, m_testLabels;
     long m_globalStep = 0;
+    std::int64_t m_stepsPerEpoch = 1;
     bool m_channelsLast = false;
+#ifdef TRAINLAB_WITH_CUDA
+    std::unique_ptr<StepGraphs> m_graphs;
+    bool capture(at::cuda::CUDAGraph &graph, c10::cuda::MempoolId_t pool, const std::function<void()> &work,
+                 const char *what);
+#endif
     bool m_stopped = false;
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
@@ -306,7 +338,7 @@ void Replica::prepareLocal()
             b.value().copy_(srcBuffers[b.key()]);
     }
     torch::optim::SGDOptions sgd(config.learningRate);
-    sgd.momentum(config.momentum).weight_decay(config.weightDecay);
+    sgd.momentum(config.momentum).weight_decay(config.weightDecay).nesterov(config.nesterov);
     m_optimizer = std::make_unique<torch::optim::SGD>(m_model->parameters(), sgd);
     // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
     if (m_world.resumeCheckpoint)
@@ -316,6 +348,10 @@ void Replica::prepareLocal()
     if (m_channelsLast)
         toChannelsLast(*m_model);
     makeGradientBuckets();
+#ifdef TRAINLAB_WITH_CUDA
+    if (config.speed.cudaGraphs && m_device.is_cuda())
+        m_graphs = std::make_unique<StepGraphs>();
+#endif
     // Each device holds the uint8 data once; CPU replicas share the host copy.
     const DataBundle &data = *m_world.data;
     m_trainImages = data.train.images.to(m_device);
@@ -380,6 +416,9 @@ bool Replica::trainEpoch(int epoch, int epochs)
 
     m_model->train();
     m_time = TimeSplit{};
+    if (!constantSchedule(config))
+        log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(learningRateAt(config, m_globalStep, batches))
+            + " to " + formatGeneral(learningRateAt(config, m_globalStep + batches - 1, batches)));
     const auto start = Clock::now();
     auto lastReport = start - std::chrono::seconds(1);
     double lossSum = 0, correct = 0, seen = 0;
@@ -432,6 +471,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
         for (auto &buffer : m_buckets)
             buffer.zero_();
         torch::Tensor &control = m_control;
+        bool graphed = false;
         // A rank that failed waits, gradients zero, for the lagged read that ends every rank's epoch.
         if (m_failure.empty()) {
             try {
@@ -444,14 +484,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
                     const torch::Tensor x = input(m_trainImages.index_select(0, idx));
                     const torch::Tensor y = m_trainLabels.index_select(0, idx);
                     lap(m_time.data);
-                    const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
-                    const torch::Tensor loss = torch::nn::functional::cross_entropy(
-                        logits, y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-                    // Scaled so that the SUM over the ranks is already the mean over the global batch.
-                    (loss * (1.0 / static_cast<double>(count))).backward();
-                    control[kLossSum] = loss.detach();
-                    control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
-                    control[kSeen] = static_cast<float>(mine);
+                    // The last, smaller batch of an epoch runs eagerly: a graph holds one shape.
+                    graphed = count == batch && replayCompute(x, y, count, mine);
+                    if (!graphed)
+                        computeStep(x, y, count, mine);
                     lap(m_time.compute);
                 }
             } catch (const std::exception &e) {
@@ -486,10 +522,8 @@ bool Replica::trainEpoch(int epoch, int epochs)
                 injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
                             "in the optimizer step " + std::to_string(m_globalStep));
                 mark = Clock::now();
-                if (m_world.config.speed.fusedSgd)
-                    fusedSgdStep(*m_optimizer);
-                else
-                    m_optimizer->step();
+                if (!graphed || !replayUpdate())
+                    optimizerStep();
                 lap(m_time.optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
@@ -518,6 +552,112 @@ bool Replica::trainEpoch(int epoch, int epochs)
     m_epochAcc = correct / seen;
     m_epochRate = seen / m_epochSeconds;
     return true;
+}
+
+void Replica::computeStep(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine)
+{
+    const torch::Tensor logits = m_model->forward(x).to(torch::kFloat32);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+        logits, y,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(m_world.config.labelSmoothing));
+    // Scaled so that the SUM over the ranks is already the mean over the global batch.
+    (loss * (1.0 / static_cast<double>(count))).backward();
+    m_control[kLossSum] = loss.detach();
+    m_control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
+    m_control[kSeen] = static_cast<float>(mine);
+}
+
+void Replica::optimizerStep()
+{
+    // Read by the step below (fused or LibTorch's); a captured update holds it fixed, so graphs take it only
+    // when the schedule is constant.
+    const double lr = learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch);
+    for (auto &group : m_optimizer->param_groups())
+        static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
+    if (m_world.config.speed.fusedSgd)
+        fusedSgdStep(*m_optimizer);
+    else
+        m_optimizer->step();
+}
+
+#ifdef TRAINLAB_WITH_CUDA
+// Records work into graph on this thread's (side) stream; a capture that fails for any reason turns graphs off for
+// this replica and the run goes on eagerly: nothing ran during the capture, so the step is simply done again.
+bool Replica::capture(at::cuda::CUDAGraph &graph, c10::cuda::MempoolId_t pool, const std::function<void()> &work,
+                      const char *what)
+{
+    try {
+        c10::cuda::getCurrentCUDAStream().synchronize();
+        // Thread-local: the other replicas' threads go on allocating and launching while this one captures.
+        graph.capture_begin(pool, cudaStreamCaptureModeThreadLocal);
+        try {
+            work();
+        } catch (...) {
+            try {
+                graph.capture_end();
+            } catch (const std::exception &) {
+                // The capture is invalid already; ending it is all that was needed.
+            }
+            throw;
+        }
+        graph.capture_end();
+        return true;
+    } catch (const std::exception &e) {
+        log(who() + "CUDA graphs off, the steps run eagerly: capturing the " + what + " failed: " + errorText(e));
+        m_graphs.reset();
+        return false;
+    }
+}
+#endif
+
+bool Replica::replayCompute([[maybe_unused]] const torch::Tensor &x, [[maybe_unused]] const torch::Tensor &y,
+                            [[maybe_unused]] std::int64_t count, [[maybe_unused]] std::int64_t mine)
+{
+#ifdef TRAINLAB_WITH_CUDA
+    if (!m_graphs)
+        return false;
+    if (!m_graphs->computeReady) {
+        if (m_graphs->warmSteps < kGraphWarmSteps) {
+            ++m_graphs->warmSteps;
+            return false;
+        }
+        // Fixed input buffers, allocated outside the capture: each replay reads what was copied into them.
+        m_graphs->x = at::empty_strided(x.sizes(), x.strides(), x.options());
+        m_graphs->y = at::empty_like(y);
+        m_graphs->x.copy_(x);
+        m_graphs->y.copy_(y);
+        if (!capture(m_graphs->compute, {0, 0}, [&] { computeStep(m_graphs->x, m_graphs->y, count, mine); },
+                     "forward and backward"))
+            return false;
+        m_graphs->computeReady = true;
+        log(who() + "CUDA graphs: captured the forward and backward of a " + std::to_string(mine) + "-image step");
+    }
+    m_graphs->x.copy_(x);
+    m_graphs->y.copy_(y);
+    m_graphs->compute.replay();
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool Replica::replayUpdate()
+{
+#ifdef TRAINLAB_WITH_CUDA
+    if (!m_graphs)
+        return false;
+    if (!m_graphs->updateReady) {
+        if (!constantSchedule(m_world.config))
+            return false;
+        if (!capture(m_graphs->update, m_graphs->compute.pool(), [&] { optimizerStep(); }, "optimizer step"))
+            return false;
+        m_graphs->updateReady = true;
+    }
+    m_graphs->update.replay();
+    return true;
+#else
+    return false;
+#endif
 }
 
 double Replica::evaluate(int epoch)
@@ -579,7 +719,8 @@ void Replica::run()
     RunResult result;
     result.epochs = m_world.done;
     const std::int64_t n = m_world.data->train.size();
-    m_globalStep = static_cast<long>(m_world.startEpoch * ((n + m_world.config.batchSize - 1) / m_world.config.batchSize));
+    m_stepsPerEpoch = (n + m_world.config.batchSize - 1) / m_world.config.batchSize;
+    m_globalStep = static_cast<long>(m_world.startEpoch * m_stepsPerEpoch);
     try {
         const bool ready = setUp();
         for (int epoch = m_world.startEpoch + 1; ready && epoch <= epochs; ++epoch) {
@@ -615,6 +756,15 @@ void Replica::run()
                 fail(errorText(e));
             }
             report([&](TrainingObserver &o) { o.onEpoch(m); });
+            // Every rank holds the same test accuracies (summed counts), so every rank stops here alike.
+            std::vector<double> accuracies;
+            for (const EpochMetrics &e : result.epochs)
+                accuracies.push_back(e.testAcc);
+            if (const int best = earlyStopBestEpoch(accuracies, m_world.config.earlyStopping); best > 0 && m_failure.empty()) {
+                result.note = "stopped early at epoch " + std::to_string(epoch) + " (best " + std::to_string(best) + ")";
+                log(result.note);
+                break;
+            }
         }
     } catch (const StopRequested &) {
         m_stopped = true;
@@ -749,9 +899,9 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         if (world.resumeCheckpoint) {
             const CheckpointInfo info = loadCheckpointBytes(*world.resumeCheckpoint, world.resumeOrigin, *world.master, nullptr);
             // The other nodes' configurations were compared with node 0's at the rendezvous.
-            if (node.nodeRank == 0 && info.config != world.boundConfig) {
+            if (node.nodeRank == 0 && currentBoundConfig(info.config) != world.boundConfig) {
                 std::string keys;
-                for (const auto &k : configDifferences(info.config, world.boundConfig))
+                for (const auto &k : configDifferences(currentBoundConfig(info.config), world.boundConfig))
                     keys += (keys.empty() ? "" : ", ") + k;
                 return fail(world.resumeOrigin + ": belongs to a different configuration (differs in: " + keys + ")");
             }

@@ -63,6 +63,7 @@ struct RunResult
 {
     RunStatus status = RunStatus::Failed;
     std::string error;
+    std::string note;                   // a completed run's remark: "stopped early at epoch 7 (best 4)"
     std::string runDir;
     std::vector<EpochMetrics> epochs;
     double bestTestAcc = 0.0;

@@ -162,9 +162,9 @@ RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const
             auto bytes = std::make_shared<const std::string>(readFile(checkpoint, kMaxCheckpointBytes));
             info = readCheckpointInfo(*bytes, checkpoint);
             const std::string bound = checkpointConfigJson(config.toJson());
-            if (info.config != bound) {
+            if (const std::string saved = currentBoundConfig(info.config); saved != bound) {
                 std::string keys;
-                for (const auto &k : configDifferences(info.config, bound))
+                for (const auto &k : configDifferences(saved, bound))
                     keys += (keys.empty() ? "" : ", ") + k;
                 throw std::runtime_error(runDir + "/config.json: differs from the configuration the run was trained with in: "
                                          + keys + " (only epochs may change when resuming)");
