@@ -45,8 +45,10 @@ using Clock = std::chrono::steady_clock;
 enum Control { kStop, kError, kLossSum, kCorrect, kSeen, kControlSize };
 
 constexpr std::int64_t kBucketElements = 8 << 20;
+#ifdef TRAINLAB_WITH_CUDA
 // Full-batch steps run eagerly before a CUDA graph is captured: cuDNN's autotune and the allocator settle first.
 constexpr int kGraphWarmSteps = 3;
+#endif
 
 bool constantSchedule(const ExperimentConfig &config)
 {
