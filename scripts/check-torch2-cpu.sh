@@ -86,7 +86,7 @@ $sudo chroot "$root" env -u TRAINLAB_LOCALES_REQUIRED TRAINLAB_TEST_SHORT=1 CI="
   /build/app/trainlab-cli --version
   # tst_killpoints (kill -9 at 16 points: the order of file writes) and tst_queue (runs one after
   # another) test nothing a LibTorch version changes; they run in the main build and would add minutes, as
-  # would tst_cli's rows that wait on peers, timeouts and signals (TRAINLAB_TEST_SHORT).
+  # would the tst_cli rows that wait on peers, timeouts and signals (TRAINLAB_TEST_SHORT).
   QT_QPA_PLATFORM=offscreen ctest --output-on-failure -E "^tst_(killpoints|queue)\$" > /ctest.log 2>&1 || status=$?
   tail -25 /ctest.log
   exit $status
