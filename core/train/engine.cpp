@@ -901,9 +901,9 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         if (world.resumeCheckpoint) {
             const CheckpointInfo info = loadCheckpointBytes(*world.resumeCheckpoint, world.resumeOrigin, *world.master, nullptr);
             // The other nodes' configurations were compared with node 0's at the rendezvous.
-            if (node.nodeRank == 0 && currentBoundConfig(info.config) != world.boundConfig) {
+            if (const std::string saved = currentBoundConfig(info.config); node.nodeRank == 0 && saved != world.boundConfig) {
                 std::string keys;
-                for (const auto &k : configDifferences(currentBoundConfig(info.config), world.boundConfig))
+                for (const auto &k : configDifferences(saved, world.boundConfig))
                     keys += (keys.empty() ? "" : ", ") + k;
                 return fail(world.resumeOrigin + ": belongs to a different configuration (differs in: " + keys + ")");
             }
