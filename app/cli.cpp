@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/data/datasetstore.h"
 #include "core/data/download.h"
+#include "core/eval/evaluation.h"
 #include "core/monitor/devicemonitor.h"
 #include "core/runs/report.h"
 #include "core/runs/runrecord.h"
@@ -343,6 +344,27 @@ int sweepCommand(const trainlab::CliArgs &args)
     return allDone ? 0 : 1;
 }
 
+int evaluateCommand(const trainlab::CliArgs &args)
+{
+    trainlab::Evaluation evaluation;
+    try {
+        evaluation = trainlab::evaluateRun(args.configPath, args.checkpoint);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: evaluate: %s\n", e.what());
+        return 1;
+    }
+    const std::string text = trainlab::evaluationJson(evaluation);
+    const std::string kept = (std::filesystem::path(args.configPath) / trainlab::kEvaluationFile).string();
+    try {
+        trainlab::writeFileAtomic(kept, text);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: evaluate: not kept: %s\n", e.what());
+    }
+    std::printf("%s", args.json ? text.c_str() : trainlab::formatEvaluation(evaluation).c_str());
+    std::fflush(stdout);
+    return 0;
+}
+
 } // namespace
 
 int run(int argc, char **argv)
@@ -380,6 +402,8 @@ int run(int argc, char **argv)
         return runsCommand(args);
     if (args.command == "sweep")
         return sweepCommand(args);
+    if (args.command == "evaluate")
+        return evaluateCommand(args);
     if (args.command == "resume") {
         ConsoleObserver observer;
         if (args.monitor)

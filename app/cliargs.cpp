@@ -93,6 +93,9 @@ const char *cliUsage()
            "  resume RUN_DIR [--epochs N]      go on with a stopped, failed or interrupted run from its last\n"
            "                                   checkpoint; --epochs N continues a completed run to N epochs\n"
            "  runs [--runs-dir DIR]            list the runs: status (incl. interrupted), epochs, best acc\n"
+           "  evaluate RUN_DIR [--checkpoint best|last] [--json]\n"
+           "                                   the run's model on its test set: accuracy per class, the most\n"
+           "                                   confused classes, the confusion matrix; kept in evaluation.json\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
            "                                   run every experiment of a sweep one after another, then print\n"
            "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
@@ -129,7 +132,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         else if (first == "--version")
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
-                 || first == "resume" || first == "runs" || first == "sweep")
+                 || first == "resume" || first == "runs" || first == "sweep" || first == "evaluate")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -140,6 +143,25 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         };
         if (out.command == "dataset") {
             parseDataset(args, i, out, value);
+            return out;
+        }
+        if (out.command == "evaluate") {
+            while (i < args.size()) {
+                const std::string arg = args[i++];
+                if (arg == "--checkpoint") {
+                    out.checkpoint = value(arg);
+                    if (out.checkpoint != "best" && out.checkpoint != "last")
+                        throw std::invalid_argument("--checkpoint: best or last, got \"" + out.checkpoint + "\"");
+                } else if (arg == "--json") {
+                    out.json = true;
+                } else if (arg.rfind("--", 0) == 0 || !out.configPath.empty()) {
+                    throw std::invalid_argument("evaluate: unexpected argument \"" + arg + "\"");
+                } else {
+                    out.configPath = arg;
+                }
+            }
+            if (out.configPath.empty())
+                throw std::invalid_argument("evaluate: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
             return out;
         }
         while (i < args.size()) {

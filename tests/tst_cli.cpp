@@ -159,6 +159,9 @@ void tst_Cli::badUsage_data()
     QTest::newRow("mirror without url") << QStringList{"dataset", "download", "--mirror"} << "--mirror: needs a value";
     QTest::newRow("download unknown flag") << QStringList{"dataset", "download", "--fast"} << "dataset download: unknown option \"--fast\"";
     QTest::newRow("where with argument") << QStringList{"dataset", "where", "x"} << "dataset where: unexpected argument \"x\"";
+    QTest::newRow("evaluate without dir") << QStringList{"evaluate", "--json"} << "evaluate: needs RUN_DIR";
+    QTest::newRow("evaluate bad checkpoint") << QStringList{"evaluate", "r", "--checkpoint", "newest"}
+                                             << "--checkpoint: best or last, got \"newest\"";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
     QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
     QTest::newRow("limit beyond int64") << QStringList{"run", "--preset", "quick-demo", "--train-limit", "9223372036854775808"} << "--train-limit: must be an integer from 0 to 9223372036854775807, got \"9223372036854775808\"";
@@ -329,6 +332,7 @@ void tst_Cli::datasetDownloadFails()
 
 void tst_Cli::quickDemo()
 {
+    SKIP_WHEN_SANITIZED();
     const Outcome o = cli({QStringLiteral("run"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
                            QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--train-limit"),
                            QStringLiteral("64"), QStringLiteral("--test-limit"), QStringLiteral("30"),
@@ -627,6 +631,7 @@ void tst_Cli::foreignServerAtMasterPort()
 // run --monitor: after each epoch a line per device, the CPU always, each GPU NVML reports (issue 23).
 void tst_Cli::monitorLinePerEpoch()
 {
+    SKIP_WHEN_SANITIZED();
     const QString config = writeConfig(QStringLiteral("monitor.json"), R"({"name": "monitor", "devices": ["cpu"],
         "dataset": {"train_limit": 32, "test_limit": 16}, "batch_size": 16, "epochs": 2, "cpu_threads": 1})");
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -11,7 +11,9 @@
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
+#include <QBarSet>
 #include <QLineSeries>
+#include <QStackedBarSeries>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -23,6 +25,7 @@ using trainlab::CompareView;
 using trainlab::EntryState;
 using trainlab::EpochMetrics;
 using trainlab::QueueEntry;
+using trainlab::TimeSplit;
 
 namespace {
 
@@ -131,6 +134,7 @@ private Q_SLOTS:
     void gridShowsEveryRun();
     void learningRateWithoutAxisUsesTheConfig();
     void scalingSweep();
+    void scalingShowsWhereTheTimeWent();
     void colourAxisRecolours();
     void tableIsReadOnly();
     void exportWritesAFile_data();
@@ -212,6 +216,49 @@ void tst_CompareView::scalingSweep()
     QCOMPARE(table->item(1, column(table, QStringLiteral("efficiency %")))->text(), QStringLiteral("90"));
     QCOMPARE(table->item(1, column(table, QStringLiteral("img/s")))->text(), QStringLiteral("180.0"));
     QCOMPARE(table->item(1, column(table, QStringLiteral("devices")))->text(), QStringLiteral("cpu,cpu"));
+}
+
+// Epoch 1 (warm-up) is left out; the two ranks of the 2-device run are averaged.
+void tst_CompareView::scalingShowsWhereTheTimeWent()
+{
+    std::vector<QueueEntry> entries = scaling();
+    auto split = [](int rank, double compute, double allreduce) {
+        TimeSplit t;
+        t.rank = rank;
+        t.data = 0.05;
+        t.compute = compute;
+        t.allreduce = allreduce;
+        t.optimizer = 0.1;
+        t.other = 0.05;
+        return t;
+    };
+    entries[0].metrics[0].time = {split(0, 9.0, 0.0)};
+    entries[0].metrics[1].time = {split(0, 1.8, 0.0)};
+    entries[1].metrics[0].time = {split(0, 9.0, 9.0), split(1, 9.0, 9.0)};
+    entries[1].metrics[1].time = {split(0, 0.9, 0.3), split(1, 0.7, 0.5)};
+    CompareView view;
+    view.setEntries(kSweep, entries);
+    QCOMPARE(view.scalingTimeBarCount(), 2);
+    auto *chartView = view.findChild<QChartView *>(QStringLiteral("scalingTimeChart"));
+    QVERIFY(chartView);
+    auto *series = qobject_cast<QStackedBarSeries *>(chartView->chart()->series().value(0));
+    QVERIFY(series);
+    const QList<QBarSet *> sets = series->barSets();
+    QCOMPARE(sets.size(), 5);
+    QCOMPARE(sets[1]->label(), QStringLiteral("compute"));
+    QCOMPARE(sets[1]->at(0), 1.8);
+    QCOMPARE(sets[1]->at(1), 0.8);
+    QCOMPARE(sets[2]->label(), QStringLiteral("all-reduce"));
+    QCOMPARE(sets[2]->at(0), 0.0);
+    QCOMPARE(sets[2]->at(1), 0.4);
+    const QString summary = view.findChild<QLabel *>(QStringLiteral("scalingSummary"))->text();
+    QVERIFY2(summary.contains(QStringLiteral("2 devices: compute 57%, all-reduce 29%, optimizer 7%, data and other 7%")),
+             qPrintable(summary));
+
+    // A sweep whose runs measured nothing (CUDA runs, old runs): no bars, and the chart says why.
+    view.setEntries(kSweep, scaling());
+    QCOMPARE(view.scalingTimeBarCount(), 0);
+    QVERIFY(chartView->chart()->title().contains(QStringLiteral("no run of this sweep measured it")));
 }
 
 void tst_CompareView::colourAxisRecolours()

@@ -3,6 +3,8 @@
 #include "ui/accuracychart.h"
 #include "ui/chartexport.h"
 
+#include <QBarCategoryAxis>
+#include <QBarSet>
 #include <QChart>
 #include <QInputDialog>
 #include <QChartView>
@@ -19,6 +21,7 @@
 #include <QPainter>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QStackedBarSeries>
 #include <QTabWidget>
 #include <QTableWidget>
 #include <QVBoxLayout>
@@ -138,6 +141,7 @@ CompareView::CompareView(QWidget *parent)
     , m_epochsView(chartView(QStringLiteral("epochsChart")))
     , m_learningRateView(chartView(QStringLiteral("learningRateChart")))
     , m_scalingView(chartView(QStringLiteral("scalingChart")))
+    , m_scalingTimeView(chartView(QStringLiteral("scalingTimeChart")))
     , m_scalingSummary(new QLabel)
     , m_noScaling(new QLabel(tr("This sweep has no devices axis")))
     , m_tableWidget(new QTableWidget)
@@ -168,7 +172,8 @@ CompareView::CompareView(QWidget *parent)
     auto *scaling = new QWidget;
     auto *scalingLayout = new QVBoxLayout(scaling);
     scalingLayout->setContentsMargins(0, 0, 0, 0);
-    scalingLayout->addWidget(m_scalingView, 1);
+    scalingLayout->addWidget(m_scalingView, 3);
+    scalingLayout->addWidget(m_scalingTimeView, 2);
     scalingLayout->addWidget(m_scalingSummary);
     scalingLayout->addWidget(m_noScaling, 1);
 
@@ -367,6 +372,7 @@ void CompareView::rebuildScaling()
     clearChart(chart);
     m_scalingPoints = 0;
     m_scalingView->setVisible(m_table.hasScaling);
+    m_scalingTimeView->setVisible(m_table.hasScaling);
     m_scalingSummary->setVisible(m_table.hasScaling);
     m_noScaling->setVisible(!m_table.hasScaling);
     m_scalingSummary->clear();
@@ -442,7 +448,57 @@ void CompareView::rebuildScaling()
     attach(chart, ideal, x, throughput);
     attach(chart, epochSeconds, x, seconds);
     m_scalingPoints = static_cast<int>(measured->count());
+    summary << rebuildScalingTime();
     m_scalingSummary->setText(summary.join(QLatin1Char('\n')));
+}
+
+QStringList CompareView::rebuildScalingTime()
+{
+    QChart *chart = m_scalingTimeView->chart();
+    clearChart(chart);
+    m_scalingTimeBars = 0;
+    const std::map<int, TimeSplit> byDevices = timeByDeviceCount(m_entries);
+    if (byDevices.empty()) {
+        chart->setTitle(tr("Where the epoch's time went: no run of this sweep measured it"));
+        return {};
+    }
+    chart->setTitle(tr("Where the epoch's time went (seconds per epoch, mean over ranks)"));
+    const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other")};
+    const QList<QColor> colours = {QColor(0x9e9e9e), QColor(0x1f77b4), QColor(0xd62728), QColor(0x2ca02c), QColor(0xbcbd22)};
+    auto *series = new QStackedBarSeries;
+    QList<QBarSet *> sets;
+    for (int i = 0; i < names.size(); ++i) {
+        auto *set = new QBarSet(names[i]);
+        set->setColor(colours[i]);
+        sets << set;
+    }
+    QStringList categories;
+    QStringList shares;
+    double top = 0.0;
+    for (const auto &[n, t] : byDevices) {
+        categories << devicesText(n);
+        const double parts[] = {t.data, t.compute, t.allreduce, t.optimizer, t.other};
+        for (int i = 0; i < names.size(); ++i)
+            *sets[i] << parts[i];
+        top = std::max(top, t.total());
+        if (t.total() > 0.0)
+            shares << tr("%1: compute %2%, all-reduce %3%, optimizer %4%, data and other %5%")
+                          .arg(devicesText(n), fixed(100.0 * t.compute / t.total(), 0), fixed(100.0 * t.allreduce / t.total(), 0),
+                               fixed(100.0 * t.optimizer / t.total(), 0), fixed(100.0 * (t.data + t.other) / t.total(), 0));
+        ++m_scalingTimeBars;
+    }
+    series->append(sets);
+    auto *x = new QBarCategoryAxis;
+    x->append(categories);
+    auto *y = new QValueAxis;
+    y->setTitleText(tr("sec/epoch"));
+    y->setLabelFormat(QStringLiteral("%.2f"));
+    y->setRange(0.0, top > 0.0 ? top * 1.1 : 1.0);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    attach(chart, series, x, y);
+    chart->legend()->setAlignment(Qt::AlignRight);
+    return shares;
 }
 
 void CompareView::rebuildTable()

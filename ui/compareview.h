@@ -47,6 +47,8 @@ public:
     int epochSeriesCount() const;
     QStringList learningRateSeriesNames() const;
     int scalingPointCount() const { return m_scalingPoints; }
+    // Stacked bars of where the time went, one per device count that measured it.
+    int scalingTimeBarCount() const { return m_scalingTimeBars; }
     bool hasScaling() const { return m_table.hasScaling; }
     QTableWidget *table() const { return m_tableWidget; }
 
@@ -62,6 +64,7 @@ private:
     void rebuildEpochs();
     void rebuildLearningRate();
     void rebuildScaling();
+    QStringList rebuildScalingTime();   // the time chart; returns a line of shares per device count
     void rebuildTable();
     void updateButtons();
     void exportChart(bool svg);
@@ -72,6 +75,7 @@ private:
     std::vector<QueueEntry> m_entries;
     SweepTable m_table;
     int m_scalingPoints = 0;
+    int m_scalingTimeBars = 0;
 
     QLabel *m_title;
     QComboBox *m_colourBox;
@@ -82,6 +86,7 @@ private:
     QChartView *m_epochsView;
     QChartView *m_learningRateView;
     QChartView *m_scalingView;
+    QChartView *m_scalingTimeView;
     QLabel *m_scalingSummary;
     QLabel *m_noScaling;
     QTableWidget *m_tableWidget;

@@ -149,6 +149,7 @@ Queue Queue::load(const std::string &stateFile)
             if (!entry.runDir.empty()) {
                 try {
                     entry.metrics = readMetrics(entry.runDir);
+                    readTiming(entry.runDir, entry.metrics);
                 } catch (const std::exception &) {
                     entry.metrics.clear();   // a folder the user deleted: the entry keeps its figures
                 }

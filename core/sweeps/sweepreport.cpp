@@ -178,6 +178,37 @@ std::string sweepTableCsv(const SweepTable &table)
     return out;
 }
 
+std::map<int, TimeSplit> timeByDeviceCount(const std::vector<QueueEntry> &entries)
+{
+    std::map<int, std::pair<TimeSplit, int>> sums;
+    for (const QueueEntry &e : entries) {
+        const int devices = static_cast<int>(e.config.devices.size());
+        const std::size_t first = e.metrics.size() > 1 ? 1 : 0;
+        for (std::size_t i = first; i < e.metrics.size(); ++i) {
+            for (const TimeSplit &t : e.metrics[i].time) {
+                auto &[sum, count] = sums[devices];
+                sum.data += t.data;
+                sum.compute += t.compute;
+                sum.allreduce += t.allreduce;
+                sum.optimizer += t.optimizer;
+                sum.other += t.other;
+                ++count;
+            }
+        }
+    }
+    std::map<int, TimeSplit> means;
+    for (const auto &[devices, sum] : sums) {
+        TimeSplit &m = means[devices];
+        const double n = sum.second;
+        m.data = sum.first.data / n;
+        m.compute = sum.first.compute / n;
+        m.allreduce = sum.first.allreduce / n;
+        m.optimizer = sum.first.optimizer / n;
+        m.other = sum.first.other / n;
+    }
+    return means;
+}
+
 std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::string &sweepId)
 {
     std::error_code ec;
@@ -195,6 +226,7 @@ std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::
                 if (added.metrics.empty() && !added.runDir.empty()) {
                     try {
                         added.metrics = readMetrics(added.runDir);
+                        readTiming(added.runDir, added.metrics);
                     } catch (const std::exception &) {
                         // An unreadable metrics.csv: the run is still listed, without its curve.
                     }
@@ -213,6 +245,7 @@ std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::
         try {
             e.config = ExperimentConfig::load(s.dir + "/config.json");
             e.metrics = readMetrics(s.dir);
+            readTiming(s.dir, e.metrics);
         } catch (const std::exception &) {
             continue;
         }

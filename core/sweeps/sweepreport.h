@@ -2,6 +2,7 @@
 
 #include "core/sweeps/queue.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries);
 // Fixed-width text, one line per run, as `trainlab-cli sweep` prints at the end.
 std::string formatSweepTable(const SweepTable &table);
 std::string sweepTableCsv(const SweepTable &table);
+
+// Where an epoch's training time went, by the number of devices a run used: the mean over runs, ranks and
+// epochs, the first epoch left out where a run has more (it pays for the warm-up). Runs without timing are left out.
+std::map<int, TimeSplit> timeByDeviceCount(const std::vector<QueueEntry> &entries);
 
 // The entries of a finished or interrupted sweep read back from its run folders (for the Compare view).
 std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::string &sweepId);

@@ -1,0 +1,254 @@
+#include "core/eval/evaluation.h"
+
+#include "core/data/dataset.h"
+#include "core/train/checkpoint.h"
+#include "core/train/model.h"
+#include "core/util/atomicfile.h"
+#include "core/util/numtext.h"
+
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <stdexcept>
+
+namespace trainlab {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string padLeft(const std::string &s, std::size_t width)
+{
+    return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+std::string padRight(const std::string &s, std::size_t width)
+{
+    return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+} // namespace
+
+std::vector<std::string> classNames(const ExperimentConfig &config)
+{
+    static const char *const fashion[] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    std::vector<std::string> names;
+    const bool isFashion = config.dataset.name == "fashion-mnist" && config.model.numClasses == 10;
+    for (int c = 0; c < config.model.numClasses; ++c)
+        names.push_back(isFashion ? fashion[c] : std::to_string(c));
+    return names;
+}
+
+Evaluation summarizePredictions(const std::vector<float> &logits, const std::vector<std::int64_t> &labels,
+                                const std::vector<std::string> &names, int pairs, int mistakes)
+{
+    const auto n = static_cast<std::int64_t>(labels.size());
+    const auto classes = static_cast<int>(names.size());
+    if (classes < 1 || logits.size() != labels.size() * names.size())
+        throw std::invalid_argument("evaluation: " + std::to_string(labels.size()) + " x " + std::to_string(classes)
+                                    + " logits expected, got " + std::to_string(logits.size()));
+    Evaluation e;
+    e.samples = n;
+    e.classNames = names;
+    e.confusion.assign(static_cast<std::size_t>(classes), std::vector<std::int64_t>(static_cast<std::size_t>(classes), 0));
+    std::int64_t top1 = 0, top3 = 0;
+    std::vector<int> order(static_cast<std::size_t>(classes));
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto label = labels[static_cast<std::size_t>(i)];
+        if (label < 0 || label >= classes)
+            throw std::invalid_argument("evaluation: label " + std::to_string(label) + " of image " + std::to_string(i)
+                                        + " is outside 0.." + std::to_string(classes - 1));
+        const float *row = logits.data() + i * classes;
+        for (int c = 0; c < classes; ++c)
+            order[static_cast<std::size_t>(c)] = c;
+        const int k = std::min(3, classes);
+        // Ties go to the lower class, as argmax does.
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [row](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+        const int predicted = order[0];
+        ++e.confusion[static_cast<std::size_t>(label)][static_cast<std::size_t>(predicted)];
+        top1 += predicted == label ? 1 : 0;
+        top3 += std::find(order.begin(), order.begin() + k, static_cast<int>(label)) != order.begin() + k ? 1 : 0;
+        if (predicted != label) {
+            double sum = 0.0;
+            for (int c = 0; c < classes; ++c)
+                sum += std::exp(static_cast<double>(row[c]) - row[predicted]);
+            e.mistakes.push_back({i, static_cast<int>(label), predicted, 1.0 / sum});
+        }
+    }
+    e.top1 = n ? static_cast<double>(top1) / static_cast<double>(n) : 0.0;
+    e.top3 = n ? static_cast<double>(top3) / static_cast<double>(n) : 0.0;
+    for (int c = 0; c < classes; ++c) {
+        ClassStats s;
+        s.name = names[static_cast<std::size_t>(c)];
+        for (int other = 0; other < classes; ++other) {
+            s.support += e.confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(other)];
+            s.predicted += e.confusion[static_cast<std::size_t>(other)][static_cast<std::size_t>(c)];
+            if (other != c && e.confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(other)] > 0)
+                e.mostConfused.push_back({c, other, e.confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(other)]});
+        }
+        s.correct = e.confusion[static_cast<std::size_t>(c)][static_cast<std::size_t>(c)];
+        s.recall = s.support ? static_cast<double>(s.correct) / static_cast<double>(s.support) : 0.0;
+        s.precision = s.predicted ? static_cast<double>(s.correct) / static_cast<double>(s.predicted) : 0.0;
+        e.classes.push_back(s);
+    }
+    std::stable_sort(e.mostConfused.begin(), e.mostConfused.end(),
+                     [](const ConfusedPair &a, const ConfusedPair &b) { return a.count > b.count; });
+    if (static_cast<int>(e.mostConfused.size()) > pairs)
+        e.mostConfused.resize(static_cast<std::size_t>(std::max(0, pairs)));
+    std::stable_sort(e.mistakes.begin(), e.mistakes.end(),
+                     [](const Mistake &a, const Mistake &b) { return a.probability > b.probability; });
+    if (static_cast<int>(e.mistakes.size()) > mistakes)
+        e.mistakes.resize(static_cast<std::size_t>(std::max(0, mistakes)));
+    return e;
+}
+
+std::string evaluationCheckpoint(const std::string &runDir, const std::string &which)
+{
+    const std::string best = (fs::path(runDir) / "best.pt").string();
+    const std::string last = (fs::path(runDir) / "checkpoint.pt").string();
+    std::error_code ec;
+    if (which == "best" || which == "last") {
+        const std::string path = which == "best" ? best : last;
+        if (!fs::is_regular_file(path, ec))
+            throw std::runtime_error(path + ": no such checkpoint (the run has not finished an epoch, or the file was removed)");
+        return path;
+    }
+    if (!which.empty())
+        throw std::invalid_argument("--checkpoint: best or last, got \"" + which + "\"");
+    if (fs::is_regular_file(best, ec))
+        return best;
+    if (fs::is_regular_file(last, ec))
+        return last;
+    throw std::runtime_error(runDir + ": no best.pt or checkpoint.pt to evaluate (the run has not finished an epoch)");
+}
+
+Evaluation evaluateRun(const std::string &runDir, const std::string &which)
+{
+    const std::string path = evaluationCheckpoint(runDir, which);
+    const ExperimentConfig config = ExperimentConfig::load((fs::path(runDir) / "config.json").string());
+    DataBundle data = loadData(config.dataset, config.model.numClasses);
+    auto model = makeResNet18(config.model.inChannels, config.model.numClasses);
+    const CheckpointInfo info = loadCheckpoint(path, *model);
+    if (config.cpuThreads > 0)
+        at::set_num_threads(config.cpuThreads);
+    torch::NoGradGuard noGrad;
+    model->eval();
+    std::vector<torch::Tensor> logits;
+    const std::int64_t n = data.test.size(), batch = 256;
+    for (std::int64_t i = 0; i < n; i += batch)
+        logits.push_back(model->forward(toInput(data.test.images.slice(0, i, std::min(n, i + batch)))));
+    if (logits.empty())
+        throw std::runtime_error(config.dataset.path + ": the run's test set is empty");
+    const torch::Tensor all = torch::cat(logits).to(torch::kFloat32).contiguous();
+    const torch::Tensor labels = data.test.labels.to(torch::kLong).contiguous();
+    Evaluation e = summarizePredictions(std::vector<float>(all.data_ptr<float>(), all.data_ptr<float>() + all.numel()),
+                                        std::vector<std::int64_t>(labels.data_ptr<std::int64_t>(),
+                                                                  labels.data_ptr<std::int64_t>() + labels.numel()),
+                                        classNames(config));
+    e.checkpoint = fs::path(path).filename().string();
+    e.epoch = info.epoch;
+    return e;
+}
+
+std::string evaluationJson(const Evaluation &e)
+{
+    json j;
+    j["schema_version"] = 1;
+    j["checkpoint"] = e.checkpoint;
+    j["epoch"] = e.epoch;
+    j["samples"] = e.samples;
+    j["top1"] = e.top1;
+    j["top3"] = e.top3;
+    j["class_names"] = e.classNames;
+    j["confusion"] = e.confusion;
+    j["classes"] = json::array();
+    for (const ClassStats &s : e.classes)
+        j["classes"].push_back({{"name", s.name}, {"support", s.support}, {"predicted", s.predicted}, {"correct", s.correct},
+                                {"recall", s.recall}, {"precision", s.precision}});
+    j["most_confused"] = json::array();
+    for (const ConfusedPair &c : e.mostConfused)
+        j["most_confused"].push_back({{"true", c.truth}, {"predicted", c.predicted}, {"count", c.count}});
+    j["mistakes"] = json::array();
+    for (const Mistake &m : e.mistakes)
+        j["mistakes"].push_back({{"index", m.index}, {"true", m.truth}, {"predicted", m.predicted}, {"probability", m.probability}});
+    return j.dump(1) + "\n";
+}
+
+Evaluation evaluationFromJson(const std::string &text, const std::string &origin)
+{
+    try {
+        const json j = json::parse(text);
+        Evaluation e;
+        e.checkpoint = j.at("checkpoint").get<std::string>();
+        e.epoch = j.at("epoch").get<int>();
+        e.samples = j.at("samples").get<std::int64_t>();
+        e.top1 = j.at("top1").get<double>();
+        e.top3 = j.at("top3").get<double>();
+        e.classNames = j.at("class_names").get<std::vector<std::string>>();
+        e.confusion = j.at("confusion").get<std::vector<std::vector<std::int64_t>>>();
+        const std::size_t classes = e.classNames.size();
+        bool square = e.confusion.size() == classes;
+        for (const auto &row : e.confusion)
+            square = square && row.size() == classes;
+        if (!square)
+            throw std::runtime_error("confusion: not " + std::to_string(classes) + " x " + std::to_string(classes));
+        for (const auto &c : j.at("classes"))
+            e.classes.push_back({c.at("name").get<std::string>(), c.at("support").get<std::int64_t>(),
+                                 c.at("predicted").get<std::int64_t>(), c.at("correct").get<std::int64_t>(),
+                                 c.at("recall").get<double>(), c.at("precision").get<double>()});
+        for (const auto &c : j.at("most_confused"))
+            e.mostConfused.push_back({c.at("true").get<int>(), c.at("predicted").get<int>(), c.at("count").get<std::int64_t>()});
+        for (const auto &m : j.at("mistakes")) {
+            const Mistake mistake{m.at("index").get<std::int64_t>(), m.at("true").get<int>(), m.at("predicted").get<int>(),
+                                  m.at("probability").get<double>()};
+            if (mistake.truth < 0 || mistake.predicted < 0 || static_cast<std::size_t>(mistake.truth) >= classes
+                || static_cast<std::size_t>(mistake.predicted) >= classes)
+                throw std::runtime_error("mistakes: a class outside 0.." + std::to_string(classes - 1));
+            e.mistakes.push_back(mistake);
+        }
+        return e;
+    } catch (const json::exception &ex) {
+        throw std::runtime_error(origin + ": not an evaluation: " + ex.what());
+    } catch (const std::runtime_error &ex) {
+        throw std::runtime_error(origin + ": not an evaluation: " + ex.what());
+    }
+}
+
+std::string formatEvaluation(const Evaluation &e)
+{
+    std::string out = e.checkpoint + " (epoch " + std::to_string(e.epoch) + "), " + std::to_string(e.samples)
+                      + " test images: top-1 " + formatFixed(e.top1, 4) + ", top-3 " + formatFixed(e.top3, 4) + "\n\n";
+    std::size_t width = 5;
+    for (const auto &name : e.classNames)
+        width = std::max(width, name.size());
+    out += padRight("class", width) + "  support  accuracy  precision\n";
+    for (const ClassStats &s : e.classes)
+        out += padRight(s.name, width) + "  " + padLeft(std::to_string(s.support), 7) + "  "
+               + padLeft(formatFixed(s.recall, 3), 8) + "  " + padLeft(formatFixed(s.precision, 3), 9) + "\n";
+    if (!e.mostConfused.empty()) {
+        out += "\nmost confused (true -> predicted):\n";
+        for (const ConfusedPair &c : e.mostConfused)
+            out += "  " + e.classNames[static_cast<std::size_t>(c.truth)] + " -> "
+                   + e.classNames[static_cast<std::size_t>(c.predicted)] + ": " + std::to_string(c.count) + "\n";
+    }
+    out += "\nconfusion matrix (rows: true class, columns: predicted)\n" + std::string(4, ' ');
+    for (std::size_t c = 0; c < e.classNames.size(); ++c)
+        out += padLeft(std::to_string(c), 6);
+    out += "\n";
+    for (std::size_t r = 0; r < e.confusion.size(); ++r) {
+        out += padLeft(std::to_string(r), 3) + " ";
+        for (const auto count : e.confusion[r])
+            out += padLeft(std::to_string(count), 6);
+        out += "  " + e.classNames[r] + "\n";
+    }
+    return out;
+}
+
+} // namespace trainlab

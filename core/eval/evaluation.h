@@ -1,0 +1,77 @@
+#pragma once
+
+#include "core/config.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trainlab {
+
+struct ClassStats
+{
+    std::string name;
+    std::int64_t support = 0;       // test images of this class
+    std::int64_t predicted = 0;     // test images predicted as this class
+    std::int64_t correct = 0;
+    double recall = 0.0;            // the class's accuracy: correct / support
+    double precision = 0.0;         // correct / predicted (0 when nothing was predicted as it)
+};
+
+struct ConfusedPair
+{
+    int truth = 0;
+    int predicted = 0;
+    std::int64_t count = 0;
+};
+
+// A test image the model got wrong, with the probability it gave its (wrong) answer.
+struct Mistake
+{
+    std::int64_t index = 0;         // in the run's test set (after test_limit)
+    int truth = 0;
+    int predicted = 0;
+    double probability = 0.0;
+};
+
+// A model's answers on a test set: what the window's Evaluation view and `trainlab-cli evaluate` show.
+struct Evaluation
+{
+    std::string checkpoint;         // the file evaluated: best.pt or checkpoint.pt
+    int epoch = 0;                  // the epoch its weights are from
+    std::int64_t samples = 0;
+    double top1 = 0.0;
+    double top3 = 0.0;
+    std::vector<std::string> classNames;
+    std::vector<std::vector<std::int64_t>> confusion;   // [true class][predicted class], counts
+    std::vector<ClassStats> classes;
+    std::vector<ConfusedPair> mostConfused;             // off the diagonal, largest first
+    std::vector<Mistake> mistakes;                       // most confident first
+};
+
+// Fashion-MNIST's ten names for that dataset (the real one and the sample), else "0", "1", ...
+std::vector<std::string> classNames(const ExperimentConfig &config);
+
+// From logits (N rows of C = names.size() values, row-major) and N labels: the matrix, per-class figures,
+// top-1/top-3, the `pairs` most confused pairs and the `mistakes` most confident mistakes. No LibTorch here:
+// the CLI and the window include this header.
+Evaluation summarizePredictions(const std::vector<float> &logits, const std::vector<std::int64_t> &labels,
+                                const std::vector<std::string> &names, int pairs = 5, int mistakes = 32);
+
+// Which checkpoint of a run folder: "best" (best.pt), "last" (checkpoint.pt), or "" for best.pt where the
+// run has one, else checkpoint.pt. Throws naming the file when it is missing.
+std::string evaluationCheckpoint(const std::string &runDir, const std::string &which);
+
+// Loads the run's configuration, its test set and the checkpoint on the CPU and evaluates every test image.
+// Throws runtime_error naming the file or field at fault.
+Evaluation evaluateRun(const std::string &runDir, const std::string &which = "");
+
+std::string evaluationJson(const Evaluation &e);
+Evaluation evaluationFromJson(const std::string &text, const std::string &origin);
+// A readable report: the figures, the per-class table, the most confused pairs, the matrix.
+std::string formatEvaluation(const Evaluation &e);
+
+// evaluation.json in the run folder, written atomically.
+constexpr const char *kEvaluationFile = "evaluation.json";
+
+} // namespace trainlab
