@@ -9,6 +9,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QItemSelectionModel>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTimer>
@@ -63,7 +64,7 @@ int parse(int argc, char **argv, Options &options)
                                         QStringLiteral("The Compare window's chart to show: epochs, lr, scaling or table."),
                                         QStringLiteral("TAB"), QStringLiteral("epochs"));
     const QCommandLineOption tab(QStringLiteral("tab"),
-                                 QStringLiteral("The tab under the chart to show: history, log or time."),
+                                 QStringLiteral("The tab under the chart to show: history, log, time or evaluation."),
                                  QStringLiteral("TAB"), QStringLiteral("history"));
     parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab});
     parser.process(app);
@@ -84,9 +85,9 @@ int parse(int argc, char **argv, Options &options)
     options.screenshot = parser.value(screenshot);
     options.compare = parser.value(compare);
     options.compareTab = parser.value(compareTab);
-    options.tab = QStringList({"history", "log", "time"}).indexOf(parser.value(tab));
+    options.tab = QStringList({"history", "log", "time", "evaluation"}).indexOf(parser.value(tab));
     if (options.tab < 0) {
-        std::fprintf(stderr, "trainlab: --tab must be history, log or time, got \"%s\"\n", qPrintable(parser.value(tab)));
+        std::fprintf(stderr, "trainlab: --tab must be history, log, time or evaluation, got \"%s\"\n", qPrintable(parser.value(tab)));
         return 2;
     }
     if (!QStringList({"epochs", "lr", "scaling", "table"}).contains(options.compareTab)) {
@@ -150,6 +151,9 @@ int main(int argc, char **argv)
         loaded = window.loadPreset(preset);
     if (auto *tabs = window.findChild<QTabWidget *>(QStringLiteral("tabs")))
         tabs->setCurrentIndex(options.tab);
+    // The evaluation's matrix needs rows to read: asked for, it gets half the height under the chart's.
+    if (auto *right = window.findChild<QSplitter *>(QStringLiteral("rightSplitter")); right && options.tab == 3)
+        right->setSizes({1, 1});
     window.show();
 
     if (options.smokeTest) {

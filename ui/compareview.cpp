@@ -494,6 +494,7 @@ QStringList CompareView::rebuildScalingTime()
     y->setTitleText(tr("sec/epoch"));
     y->setLabelFormat(QStringLiteral("%.2f"));
     y->setRange(0.0, top > 0.0 ? top * 1.1 : 1.0);
+    y->applyNiceNumbers();
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     attach(chart, series, x, y);

@@ -7,6 +7,7 @@
 #include "ui/accuracychart.h"
 #include "ui/compareview.h"
 #include "ui/devicestrip.h"
+#include "ui/evaluationview.h"
 #include "ui/experimentfile.h"
 #include "ui/experimentform.h"
 #include "ui/historypanel.h"
@@ -48,6 +49,7 @@ MainWindow::MainWindow(QWidget *parent)
     , m_resumeActions(new ResumeActions(this))
     , m_queuePanel(new QueuePanel)
     , m_timeView(new TimeView)
+    , m_evaluationView(new EvaluationView)
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowIcon(QIcon(QStringLiteral(":/icons/org.trainlab.TrainLab.svg")));
@@ -70,6 +72,12 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_runPanel, &RunPanel::startClicked, this, &MainWindow::startRun);
     connect(m_runPanel, &RunPanel::stopClicked, this, &MainWindow::stopRun);
     connect(m_historyPanel, &HistoryPanel::selectionChanged, this, &MainWindow::updateActions);
+    connect(m_historyPanel, &HistoryPanel::selectionChanged, this, [this] {
+        const QVector<RunSummary> runs = m_historyPanel->selectedRuns();
+        m_evaluationView->setRunDir(runs.isEmpty() ? QString() : QString::fromStdString(runs.front().dir));
+    });
+    connect(m_evaluationView, &EvaluationView::evaluationFailed, this,
+            [this](const QString &, const QString &error) { statusBar()->showMessage(tr("Evaluation failed: %1").arg(error), 8000); });
     connect(m_historyPanel, &HistoryPanel::useConfigRequested, this, &MainWindow::useRunConfig);
     connect(m_historyPanel, &HistoryPanel::error, this, &MainWindow::showError);
     connect(m_historyPanel, &HistoryPanel::status, this,
@@ -124,6 +132,7 @@ void MainWindow::buildLayout()
     tabs->addTab(m_historyPanel, tr("Run &history"));
     tabs->addTab(m_runPanel->log(), tr("&Log"));
     tabs->addTab(m_timeView, tr("&Time"));
+    tabs->addTab(m_evaluationView, tr("E&valuation"));
 
     // The chart is what the window is for: it keeps most of the height.
     auto *right = new QSplitter(Qt::Vertical);

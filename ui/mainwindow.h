@@ -25,6 +25,7 @@ class ResumeActions;
 class RunHistoryModel;
 class RunPanel;
 class TimeView;
+class EvaluationView;
 class TrainingRunner;
 
 // TrainLab's window: lays out and connects the experiment form and file, the live chart, the run panel
@@ -107,6 +108,7 @@ private:
     ResumeActions *m_resumeActions;
     QueuePanel *m_queuePanel;
     TimeView *m_timeView;
+    EvaluationView *m_evaluationView;
     QDockWidget *m_queueDock = nullptr;
     CompareView *m_compare = nullptr;
 

@@ -1,0 +1,142 @@
+#include "ui/evaluationview.h"
+
+#include "core/train/trainer.h"
+#include "core/util/atomicfile.h"
+
+#include "testutil.h"
+
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QDir>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+
+using trainlab::EvaluationView;
+
+namespace {
+
+QString summaryText(const EvaluationView &view)
+{
+    return view.findChild<QLabel *>(QStringLiteral("evaluationSummary"))->text();
+}
+
+} // namespace
+
+class tst_EvaluationView : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void nothingSelected();
+    void showsTheRunsEvaluation();
+    void brokenFileExplained();
+    void evaluatesOnAWorker();
+};
+
+void tst_EvaluationView::nothingSelected()
+{
+    EvaluationView view;
+    QVERIFY(!view.findChild<QPushButton *>(QStringLiteral("evaluateButton"))->isEnabled());
+    QVERIFY(!view.evaluate());
+    QCOMPARE(view.matrix()->rowCount(), 0);
+    QTemporaryDir run;
+    view.setRunDir(run.path());
+    QVERIFY(view.findChild<QPushButton *>(QStringLiteral("evaluateButton"))->isEnabled());
+    QVERIFY2(summaryText(view).contains(QStringLiteral("has no evaluation yet")), qPrintable(summaryText(view)));
+}
+
+void tst_EvaluationView::showsTheRunsEvaluation()
+{
+    // a: 3 right; b: 2 right, 2 taken for c; c: 1 right.
+    const std::vector<float> logits = {1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1, 0, 0, 1};
+    trainlab::Evaluation e = trainlab::summarizePredictions(logits, {0, 0, 0, 1, 1, 1, 1, 2}, {"a", "b", "c"});
+    e.checkpoint = "best.pt";
+    e.epoch = 3;
+    QTemporaryDir run;
+    trainlab::writeFileAtomic(QDir(run.path()).filePath(QStringLiteral("evaluation.json")).toStdString(),
+                              trainlab::evaluationJson(e));
+    EvaluationView view;
+    view.setRunDir(run.path());
+    QVERIFY(view.evaluation().has_value());
+    QTableWidget *m = view.matrix();
+    QCOMPARE(m->rowCount(), 3);
+    QCOMPARE(m->columnCount(), 3);
+    QCOMPARE(m->horizontalHeaderItem(2)->text(), QStringLiteral("2"));
+    QCOMPARE(m->verticalHeaderItem(2)->text(), QStringLiteral("2 c"));
+    QCOMPARE(m->item(1, 2)->text(), QStringLiteral("2"));
+    QCOMPARE(m->item(1, 2)->toolTip(), QStringLiteral("true b, predicted c: 2 of 4 (50.0%)"));
+    QCOMPARE(m->item(0, 0)->text(), QStringLiteral("3"));
+    // Deeper colour for a larger share of the true class.
+    QVERIFY(m->item(0, 0)->background().color().alphaF() > m->item(1, 2)->background().color().alphaF());
+    const QString summary = summaryText(view);
+    QVERIFY2(summary.contains(QStringLiteral("best.pt (epoch 3), 8 test images: top-1 75.0%")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("b → c (2)")), qPrintable(summary));
+    auto *chart = view.findChild<QChartView *>(QStringLiteral("classChart"))->chart();
+    auto *bars = qobject_cast<QBarSeries *>(chart->series().value(0));
+    QVERIFY(bars);
+    QCOMPARE(bars->barSets().size(), 2);
+    QCOMPARE(bars->barSets().at(0)->at(1), 0.5);      // b's accuracy
+    QCOMPARE(bars->barSets().at(1)->at(2), 1.0 / 3);  // c's precision
+
+    view.setRunDir(QString());
+    QCOMPARE(m->rowCount(), 0);
+    QVERIFY(!view.evaluation().has_value());
+}
+
+void tst_EvaluationView::brokenFileExplained()
+{
+    QTemporaryDir run;
+    trainlab::writeFileAtomic(QDir(run.path()).filePath(QStringLiteral("evaluation.json")).toStdString(), "{");
+    EvaluationView view;
+    view.setRunDir(run.path());
+    QVERIFY(!view.evaluation().has_value());
+    QVERIFY2(summaryText(view).contains(QStringLiteral("evaluation.json: not an evaluation")), qPrintable(summaryText(view)));
+    QVERIFY(view.findChild<QPushButton *>(QStringLiteral("evaluateButton"))->isEnabled());
+}
+
+// The button's work runs on a thread: the call returns at once, the result arrives later and is kept.
+void tst_EvaluationView::evaluatesOnAWorker()
+{
+    QTemporaryDir runs;
+    trainlab::ExperimentConfig c;
+    c.name = "evaluated";
+    c.dataset.trainLimit = 20;
+    c.dataset.testLimit = 20;
+    c.batchSize = 10;
+    c.epochs = 1;
+    c.cpuThreads = 2;
+    trainlab::RunOptions options;
+    options.runsDir = runs.path().toStdString();
+    RecordingObserver observer;
+    trainlab::StopFlag stop{false};
+    const trainlab::RunResult result = trainlab::runExperiment(c, observer, stop, options);
+    QCOMPARE(result.status, trainlab::RunStatus::Completed);
+
+    EvaluationView view;
+    QSignalSpy done(&view, &EvaluationView::evaluated);
+    const QString dir = QString::fromStdString(result.runDir);
+    view.setRunDir(dir);
+    QVERIFY(view.evaluate());
+    QVERIFY(view.isEvaluating());
+    QVERIFY(!view.evaluate());   // one at a time
+    QVERIFY(done.wait(timeLimitMs(60000)));
+    QCOMPARE(done.first().first().toString(), dir);
+    QVERIFY(!view.isEvaluating());
+    QVERIFY(view.evaluation().has_value());
+    QCOMPARE(view.evaluation()->samples, std::int64_t(20));
+    QCOMPARE(view.matrix()->rowCount(), 10);
+    QVERIFY(QFile::exists(QDir(dir).filePath(QStringLiteral("evaluation.json"))));
+    // Read back from the file, as for a run selected later.
+    EvaluationView later;
+    later.setRunDir(dir);
+    QCOMPARE(later.evaluation()->confusion, view.evaluation()->confusion);
+}
+
+QTEST_MAIN(tst_EvaluationView)
+#include "tst_evaluationview.moc"
