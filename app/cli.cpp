@@ -4,7 +4,9 @@
 #include "core/config.h"
 #include "core/data/datasetstore.h"
 #include "core/data/download.h"
+#include "core/eval/classify.h"
 #include "core/eval/evaluation.h"
+#include "core/eval/export.h"
 #include "core/monitor/devicemonitor.h"
 #include "core/runs/report.h"
 #include "core/runs/runrecord.h"
@@ -365,6 +367,43 @@ int evaluateCommand(const trainlab::CliArgs &args)
     return 0;
 }
 
+int classifyCommand(const trainlab::CliArgs &args)
+{
+    trainlab::ClassifyResult result;
+    const trainlab::InvertMode invert = args.invert == "yes" ? trainlab::InvertMode::Yes
+                                        : args.invert == "no" ? trainlab::InvertMode::No : trainlab::InvertMode::Auto;
+    try {
+        result = trainlab::classifyImages(args.configPath, args.checkpoint, args.images, invert);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: classify: %s\n", e.what());
+        return 1;
+    }
+    std::printf("%s", args.json ? trainlab::classificationJson(result).c_str() : trainlab::formatClassification(result).c_str());
+    std::fflush(stdout);
+    bool allRead = true;
+    for (const auto &image : result.images) {
+        if (!image.error.empty()) {
+            std::fprintf(stderr, "trainlab-cli: classify: %s\n", image.error.c_str());
+            allRead = false;
+        }
+    }
+    return allRead ? 0 : 1;
+}
+
+int exportCommand(const trainlab::CliArgs &args)
+{
+    try {
+        const trainlab::ExportResult r = trainlab::exportPyTorch(args.configPath, args.checkpoint, args.outputPath);
+        std::printf("%s: %zu tensors (%.1f MB) from %s, epoch %d, as a PyTorch state_dict for d2l's resnet18(10, 1)\n",
+                    args.outputPath.c_str(), r.tensors, static_cast<double>(r.bytes) / 1e6, r.checkpoint.c_str(), r.epoch);
+        std::printf("in Python: net.load_state_dict(torch.load(\"%s\", weights_only=True))\n", args.outputPath.c_str());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: export: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
+
 } // namespace
 
 int run(int argc, char **argv)
@@ -404,6 +443,10 @@ int run(int argc, char **argv)
         return sweepCommand(args);
     if (args.command == "evaluate")
         return evaluateCommand(args);
+    if (args.command == "classify")
+        return classifyCommand(args);
+    if (args.command == "export")
+        return exportCommand(args);
     if (args.command == "resume") {
         ConsoleObserver observer;
         if (args.monitor)

@@ -132,7 +132,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         else if (first == "--version")
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
-                 || first == "resume" || first == "runs" || first == "sweep" || first == "evaluate")
+                 || first == "resume" || first == "runs" || first == "sweep" || first == "evaluate"
+                 || first == "classify" || first == "export")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -145,23 +146,48 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             parseDataset(args, i, out, value);
             return out;
         }
-        if (out.command == "evaluate") {
+        if (out.command == "evaluate" || out.command == "classify" || out.command == "export") {
+            const std::string &command = out.command;
+            std::vector<std::string> positional;
             while (i < args.size()) {
                 const std::string arg = args[i++];
                 if (arg == "--checkpoint") {
                     out.checkpoint = value(arg);
                     if (out.checkpoint != "best" && out.checkpoint != "last")
                         throw std::invalid_argument("--checkpoint: best or last, got \"" + out.checkpoint + "\"");
-                } else if (arg == "--json") {
+                } else if (arg == "--json" && command != "export") {
                     out.json = true;
-                } else if (arg.rfind("--", 0) == 0 || !out.configPath.empty()) {
-                    throw std::invalid_argument("evaluate: unexpected argument \"" + arg + "\"");
+                } else if (arg == "--invert" && command == "classify") {
+                    out.invert = value(arg);
+                    if (out.invert != "auto" && out.invert != "yes" && out.invert != "no")
+                        throw std::invalid_argument("--invert: auto, yes or no, got \"" + out.invert + "\"");
+                } else if (arg == "--format" && command == "export") {
+                    const std::string format = value(arg);
+                    if (format != "pytorch")
+                        throw std::invalid_argument("--format: only pytorch (a state_dict for torch.load), got \"" + format + "\"");
+                } else if (arg.rfind("--", 0) == 0) {
+                    throw std::invalid_argument(command + ": unknown option \"" + arg + "\"");
                 } else {
-                    out.configPath = arg;
+                    positional.push_back(arg);
                 }
             }
-            if (out.configPath.empty())
-                throw std::invalid_argument("evaluate: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
+            if (positional.empty() || positional.front().empty())
+                throw std::invalid_argument(command + ": needs RUN_DIR (a folder `trainlab-cli runs` lists)");
+            out.configPath = positional.front();
+            positional.erase(positional.begin());
+            if (command == "evaluate" && !positional.empty())
+                throw std::invalid_argument("evaluate: unexpected argument \"" + positional.front() + "\"");
+            if (command == "classify") {
+                if (positional.empty())
+                    throw std::invalid_argument("classify: needs at least one IMAGE after RUN_DIR");
+                out.images = positional;
+            }
+            if (command == "export") {
+                if (positional.size() != 1 || positional.front().empty())
+                    throw std::invalid_argument(positional.empty() ? "export: needs OUT.pth, the file to write"
+                                                                   : "export: one OUT.pth, got \"" + positional[1] + "\" too");
+                out.outputPath = positional.front();
+            }
             return out;
         }
         while (i < args.size()) {

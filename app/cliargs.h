@@ -9,11 +9,11 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, resume, runs, sweep, evaluate, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, sweep, evaluate, classify, export, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
-    std::string configPath;       // run, validate: CONFIG.json; resume, evaluate: RUN_DIR; sweep: SWEEP.json
+    std::string configPath;       // run, validate: CONFIG.json; resume, evaluate, classify, export: RUN_DIR; sweep: SWEEP.json
     std::string preset;
     std::optional<int> epochs;
     std::optional<long long> trainLimit, testLimit, batchSize;
@@ -29,8 +29,11 @@ struct CliArgs
     bool yes = false;             // sweep: start more than SweepConfig::kAskAbove runs
     bool stopOnFailure = false;   // sweep
     std::string resumeSweep;      // sweep --resume SWEEP_DIR
-    std::string checkpoint;       // evaluate --checkpoint best|last ("": best.pt where there is one)
-    bool json = false;            // evaluate --json
+    std::string checkpoint;       // evaluate, classify, export --checkpoint best|last ("": best.pt where there is one)
+    bool json = false;            // evaluate, classify --json
+    std::vector<std::string> images;  // classify IMAGE...
+    std::string invert = "auto";  // classify --invert auto|yes|no
+    std::string outputPath;       // export OUT.pth
     std::string error;
 };
 

@@ -2,7 +2,9 @@
 #include "core/util/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
+#include "ui/classifydialog.h"
 #include "ui/compareview.h"
+#include "ui/evaluationview.h"
 #include "ui/experimentform.h"
 #include "ui/mainwindow.h"
 
@@ -28,6 +30,7 @@ struct Options
     QString screenshot;
     QString compare;
     QString compareTab;
+    QStringList classify;
     bool smokeTest = false;
     int tab = 0;
 };
@@ -66,7 +69,11 @@ int parse(int argc, char **argv, Options &options)
     const QCommandLineOption tab(QStringLiteral("tab"),
                                  QStringLiteral("The tab under the chart to show: history, log, time or evaluation."),
                                  QStringLiteral("TAB"), QStringLiteral("history"));
-    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab});
+    const QCommandLineOption classify(QStringLiteral("classify"),
+                                      QStringLiteral("Classify Images with the newest run's model, starting with IMAGE "
+                                                     "(repeatable); with --screenshot, save the dialog once done."),
+                                      QStringLiteral("IMAGE"));
+    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab, classify});
     parser.process(app);
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1) {
@@ -85,6 +92,7 @@ int parse(int argc, char **argv, Options &options)
     options.screenshot = parser.value(screenshot);
     options.compare = parser.value(compare);
     options.compareTab = parser.value(compareTab);
+    options.classify = parser.values(classify);
     options.tab = QStringList({"history", "log", "time", "evaluation"}).indexOf(parser.value(tab));
     if (options.tab < 0) {
         std::fprintf(stderr, "trainlab: --tab must be history, log, time or evaluation, got \"%s\"\n", qPrintable(parser.value(tab)));
@@ -187,6 +195,29 @@ int main(int argc, char **argv)
                 QApplication::exit(ok ? 0 : 1);
             });
         }
+        return QApplication::exec();
+    }
+    if (!options.classify.isEmpty()) {
+        // The newest run: the history lists it first, and the Evaluation tab follows the selection.
+        const auto *model = window.history()->model();
+        if (model->rowCount() == 0) {
+            std::fprintf(stderr, "trainlab: --classify: no run in the runs folder to classify with\n");
+            return 1;
+        }
+        window.history()->selectionModel()->select(model->index(0, 0), QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+        auto *dialog = window.findChild<trainlab::EvaluationView *>(QStringLiteral("evaluationView"))->openClassifyDialog();
+        dialog->show();
+        if (!options.screenshot.isEmpty()) {
+            QObject::connect(dialog, &trainlab::ClassifyDialog::classified, dialog, [dialog, &options] {
+                QTimer::singleShot(300, dialog, [dialog, &options] {
+                    const bool ok = dialog->grab().save(options.screenshot);
+                    std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
+                                 qPrintable(options.screenshot));
+                    QApplication::exit(ok ? 0 : 1);
+                });
+            });
+        }
+        dialog->classify(options.classify);
         return QApplication::exec();
     }
     if (!options.screenshot.isEmpty()) {

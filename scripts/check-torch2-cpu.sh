@@ -24,7 +24,7 @@ fi
 start=$(date +%s)
 root=$PWD/.deps/trixie-root
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-packages="g++ cmake make ccache libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev qt6-base-dev libcurl4-openssl-dev libssl-dev"
+packages="g++ cmake make ccache libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev qt6-base-dev libcurl4-openssl-dev libssl-dev libstb-dev pkgconf"
 command -v debootstrap >/dev/null || $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
 mkdir -p .deps
 # The chroot needs mounts; a container without that privilege can't run this check at all.

@@ -162,6 +162,10 @@ void tst_Cli::badUsage_data()
     QTest::newRow("evaluate without dir") << QStringList{"evaluate", "--json"} << "evaluate: needs RUN_DIR";
     QTest::newRow("evaluate bad checkpoint") << QStringList{"evaluate", "r", "--checkpoint", "newest"}
                                              << "--checkpoint: best or last, got \"newest\"";
+    QTest::newRow("classify without image") << QStringList{"classify", "r"} << "classify: needs at least one IMAGE after RUN_DIR";
+    QTest::newRow("classify bad invert") << QStringList{"classify", "r", "a.png", "--invert", "maybe"} << "--invert: auto, yes or no, got \"maybe\"";
+    QTest::newRow("export without file") << QStringList{"export", "r", "--format", "pytorch"} << "export: needs OUT.pth";
+    QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "onnx", "m.onnx"} << "--format: only pytorch";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
     QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
     QTest::newRow("limit beyond int64") << QStringList{"run", "--preset", "quick-demo", "--train-limit", "9223372036854775808"} << "--train-limit: must be an integer from 0 to 9223372036854775807, got \"9223372036854775808\"";

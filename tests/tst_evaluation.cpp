@@ -1,5 +1,8 @@
 #include "core/config.h"
+#include "core/eval/classify.h"
 #include "core/eval/evaluation.h"
+#include "core/eval/export.h"
+#include "core/data/dataset.h"
 #include "core/train/checkpoint.h"
 #include "core/train/model.h"
 #include "core/train/trainer.h"
@@ -8,8 +11,12 @@
 
 #include "testutil.h"
 
+#include <QFile>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <fstream>
 
 using trainlab::Evaluation;
 
@@ -23,6 +30,58 @@ void addRow(std::vector<float> &logits, std::vector<std::int64_t> &labels, int t
     for (int c = 0; c < 3; ++c)
         logits.push_back(c == predicted ? margin : 0.0f);
     labels.push_back(truth);
+}
+
+// The hand-made model of handMadeCheckpointGivesItsMatrix: every image is "Pullover" with probability 0.5.
+void writePulloverRun(const std::string &run)
+{
+    trainlab::ExperimentConfig c;
+    c.dataset.testLimit = 30;
+    c.save(run + "/config.json");
+    auto net = trainlab::makeResNet18(1, 10);
+    auto params = net->named_parameters();
+    {
+        torch::NoGradGuard noGrad;
+        params["fc.weight"].zero_();
+        params["fc.bias"].zero_();
+        params["fc.bias"][2] = std::log(9.0);
+    }
+    torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1));
+    trainlab::CheckpointInfo info;
+    info.epoch = 4;
+    for (int epoch = 1; epoch <= 4; ++epoch)
+        info.metrics.push_back({epoch, 1.0, 0.1, 0.1, 1.0, 1.0, {}});
+    trainlab::saveCheckpoint(run + "/checkpoint.pt", *net, sgd, info);
+}
+
+std::string testData(const char *name)
+{
+    return std::string(TRAINLAB_TEST_DATA) + "/" + name;
+}
+
+std::string readAll(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeAll(const std::string &path, const std::string &bytes)
+{
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A model whose BatchNorm statistics moved away from their defaults, so that every buffer matters.
+torch::nn::Sequential trainedLookingModel()
+{
+    torch::manual_seed(7);
+    auto net = trainlab::makeResNet18(1, 10);
+    trainlab::initD2lWeights(*net);
+    torch::NoGradGuard noGrad;
+    net->train();
+    for (int i = 0; i < 3; ++i)
+        net->forward(torch::rand({8, 1, 28, 28}));
+    net->eval();
+    return net;
 }
 
 } // namespace
@@ -43,6 +102,17 @@ private Q_SLOTS:
     void handMadeCheckpointGivesItsMatrix();
     void evaluatesARunLikeItsLastEpoch();
     void missingCheckpointNamed();
+    void pytorchKeys_data();
+    void pytorchKeys();
+    void exportHoldsEveryTensor();
+    void exportWritesTheRunsWeights();
+    void pythonLoadsTheExport();
+    void imagesDecoded_data();
+    void imagesDecoded();
+    void badImagesRefusedByName_data();
+    void badImagesRefusedByName();
+    void fashionInputUndoesAProductPhoto();
+    void classifiesWithTheRunsModel();
 };
 
 void tst_Evaluation::knownMatrix()
@@ -176,23 +246,7 @@ void tst_Evaluation::handMadeCheckpointGivesItsMatrix()
 {
     QTemporaryDir dir;
     const std::string run = dir.path().toStdString();
-    trainlab::ExperimentConfig c;
-    c.dataset.testLimit = 30;
-    c.save(run + "/config.json");
-    auto net = trainlab::makeResNet18(1, 10);
-    auto params = net->named_parameters();
-    {
-        torch::NoGradGuard noGrad;
-        params["fc.weight"].zero_();
-        params["fc.bias"].zero_();
-        params["fc.bias"][2] = std::log(9.0);
-    }
-    torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.1));
-    trainlab::CheckpointInfo info;
-    info.epoch = 4;
-    for (int epoch = 1; epoch <= 4; ++epoch)
-        info.metrics.push_back({epoch, 1.0, 0.1, 0.1, 1.0, 1.0, {}});
-    trainlab::saveCheckpoint(run + "/checkpoint.pt", *net, sgd, info);
+    writePulloverRun(run);
 
     const Evaluation e = trainlab::evaluateRun(run);
     QCOMPARE(e.checkpoint, std::string("checkpoint.pt"));   // no best.pt: the last one
@@ -258,6 +312,231 @@ void tst_Evaluation::missingCheckpointNamed()
     } catch (const std::invalid_argument &e) {
         QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("best or last")), e.what());
     }
+}
+
+void tst_Evaluation::pytorchKeys_data()
+{
+    QTest::addColumn<QString>("trainlab");
+    QTest::addColumn<QString>("pytorch");
+    QTest::newRow("stem conv") << "conv.weight" << "0.weight";
+    QTest::newRow("stem bn") << "bn.num_batches_tracked" << "1.num_batches_tracked";
+    QTest::newRow("block") << "resnet_block1_0.conv1.weight" << "resnet_block1.0.conv1.weight";
+    QTest::newRow("projection") << "resnet_block4_0.conv3.bias" << "resnet_block4.0.conv3.bias";
+    QTest::newRow("block bn") << "resnet_block3_1.bn2.running_var" << "resnet_block3.1.bn2.running_var";
+    QTest::newRow("classifier") << "fc.bias" << "fc.1.bias";
+    QTest::newRow("no block 5") << "resnet_block5_0.conv1.weight" << "";
+    QTest::newRow("no third residual") << "resnet_block1_2.conv1.weight" << "";
+    QTest::newRow("pool has none") << "global_avg_pool.weight" << "";
+    QTest::newRow("nested too deep") << "fc.weight.x" << "";
+}
+
+void tst_Evaluation::pytorchKeys()
+{
+    QFETCH(QString, trainlab);
+    QFETCH(QString, pytorch);
+    try {
+        const std::string key = trainlab::pytorchKey(trainlab.toStdString());
+        QVERIFY2(!pytorch.isEmpty(), key.c_str());
+        QCOMPARE(QString::fromStdString(key), pytorch);
+    } catch (const std::invalid_argument &e) {
+        QVERIFY2(pytorch.isEmpty(), e.what());
+        QVERIFY2(QString::fromUtf8(e.what()).contains(trainlab), e.what());
+    }
+}
+
+// Every parameter and buffer comes back from the file under its PyTorch name, equal, in state_dict() order,
+// without the TorchScript type tag that torch.load(weights_only=True) refuses.
+void tst_Evaluation::exportHoldsEveryTensor()
+{
+    auto net = trainedLookingModel();
+    const std::string bytes = trainlab::pytorchStateDict(*net);
+    QVERIFY(bytes.find("restore_type_tag") == std::string::npos);
+    const c10::IValue loaded = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end()));
+    QVERIFY(loaded.isGenericDict());
+    const auto dict = loaded.toGenericDict();
+    QCOMPARE(dict.size(), net->parameters().size() + net->buffers().size());
+    std::vector<std::string> keys;
+    for (const auto &entry : dict)
+        keys.push_back(entry.key().toStringRef());
+    const std::vector<std::string> first = {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean",
+                                            "1.running_var", "1.num_batches_tracked", "resnet_block1.0.conv1.weight"};
+    QVERIFY(std::equal(first.begin(), first.end(), keys.begin()));
+    QCOMPARE(keys.back(), std::string("fc.1.bias"));
+    std::map<std::string, torch::Tensor> own;
+    for (const auto &p : net->named_parameters())
+        own[trainlab::pytorchKey(p.key())] = p.value();
+    for (const auto &b : net->named_buffers())
+        own[trainlab::pytorchKey(b.key())] = b.value();
+    for (const auto &entry : dict) {
+        const torch::Tensor t = entry.value().toTensor();
+        const torch::Tensor &mine = own.at(entry.key().toStringRef());
+        QVERIFY2(t.scalar_type() == mine.scalar_type() && t.equal(mine), entry.key().toStringRef().c_str());
+    }
+    QCOMPARE(dict.at("1.num_batches_tracked").toTensor().item<std::int64_t>(), std::int64_t(3));
+}
+
+void tst_Evaluation::exportWritesTheRunsWeights()
+{
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString();
+    writePulloverRun(run);
+    const trainlab::ExportResult r = trainlab::exportPyTorch(run, "", run + "/model.pth");
+    QCOMPARE(r.checkpoint, std::string("checkpoint.pt"));
+    QCOMPARE(r.epoch, 4);
+    const std::string bytes = readAll(run + "/model.pth");
+    QCOMPARE(static_cast<std::int64_t>(bytes.size()), r.bytes);
+    const auto dict = torch::pickle_load(std::vector<char>(bytes.begin(), bytes.end())).toGenericDict();
+    QCOMPARE(r.tensors, dict.size());
+    QCOMPARE(dict.at("fc.1.bias").toTensor()[2].item<float>(), static_cast<float>(std::log(9.0)));
+    try {
+        trainlab::exportPyTorch(run, "", run + "/no/such/folder/model.pth");
+        QFAIL("wrote into a folder that does not exist");
+    } catch (const std::exception &e) {
+        QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("no/such/folder/model.pth")), e.what());
+    }
+}
+
+// The exported file in Debian's PyTorch: bench/reference.py's model takes it strictly and gives TrainLab's logits.
+void tst_Evaluation::pythonLoadsTheExport()
+{
+    SKIP_WHEN_SANITIZED();
+    QProcess probe;
+    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import torch")});
+    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
+        if (qEnvironmentVariableIsSet("TRAINLAB_PYTORCH_REQUIRED"))
+            QFAIL("TRAINLAB_PYTORCH_REQUIRED is set and /usr/bin/python3 cannot import torch (python3-torch)");
+        QSKIP("no PyTorch in /usr/bin/python3 (Debian's python3-torch)");
+    }
+    QTemporaryDir dir;
+    auto net = trainedLookingModel();
+    const std::string state = dir.filePath(QStringLiteral("state.pth")).toStdString();
+    writeAll(state, trainlab::pytorchStateDict(*net));
+    trainlab::ExperimentConfig c;
+    const trainlab::DataBundle data = trainlab::loadData(c.dataset, 10);
+    const torch::Tensor images = trainlab::toInput(data.test.images.slice(0, 0, 100));
+    torch::NoGradGuard noGrad;
+    c10::Dict<std::string, at::Tensor> check;
+    check.insert("images", images.contiguous());
+    check.insert("logits", net->forward(images).contiguous());
+    const std::vector<char> checkBytes = torch::pickle_save(check);
+    const std::string checkPath = dir.filePath(QStringLiteral("check.pt")).toStdString();
+    writeAll(checkPath, std::string(checkBytes.begin(), checkBytes.end()));
+    QProcess python;
+    python.setProcessChannelMode(QProcess::MergedChannels);
+    python.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral(TRAINLAB_SOURCE_DIR "/tests/pytorch_roundtrip.py"),
+                                                     QString::fromStdString(state), QString::fromStdString(checkPath)});
+    QVERIFY(python.waitForFinished(120000));
+    const QString out = QString::fromUtf8(python.readAll());
+    qInfo("%s", qPrintable(out.trimmed()));
+    QVERIFY2(python.exitCode() == 0, qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("100 images")), qPrintable(out));
+}
+
+void tst_Evaluation::imagesDecoded_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::newRow("png") << "pullover.png";
+    QTest::newRow("jpeg") << "pullover.jpg";
+    QTest::newRow("bmp") << "pullover.bmp";
+    QTest::newRow("pgm") << "pullover.pgm";
+}
+
+// The same picture in four formats: a Fashion-MNIST pullover, 4x larger and negated, on a white margin.
+void tst_Evaluation::imagesDecoded()
+{
+    QFETCH(QString, file);
+    const trainlab::GrayImage image = trainlab::readImageFile(testData(qPrintable(file)));
+    QCOMPARE(image.width, 120);
+    QCOMPARE(image.height, 140);
+    QVERIFY(image.pixels.front() > 245);        // the white margin
+    QVERIFY(trainlab::looksInverted(image));
+    const trainlab::GrayImage reference = trainlab::readImageFile(testData("pullover.png"));
+    double diff = 0.0;
+    for (std::size_t i = 0; i < image.pixels.size(); ++i)
+        diff += std::abs(int(image.pixels[i]) - int(reference.pixels[i]));
+    QVERIFY2(diff / double(image.pixels.size()) < 3.0, qPrintable(QString::number(diff / double(image.pixels.size()))));
+}
+
+void tst_Evaluation::badImagesRefusedByName_data()
+{
+    QTest::addColumn<QByteArray>("bytes");
+    QTest::addColumn<QString>("message");
+    QFile png(QString::fromStdString(testData("pullover.png")));
+    QVERIFY(png.open(QIODevice::ReadOnly));
+    const QByteArray real = png.readAll();
+    QByteArray huge = real;
+    // IHDR's width and height (big-endian, bytes 16-23): 20000 x 20000, refused before any pixel is decoded.
+    const char size[] = {0, 0, 0x4e, 0x20, 0, 0, 0x4e, 0x20};
+    huge.replace(16, 8, QByteArray(size, 8));
+    QTest::newRow("text") << QByteArray("shirt, size M\n") << "not an image TrainLab can read";
+    QTest::newRow("empty") << QByteArray() << "an empty file, not an image";
+    QTest::newRow("truncated png") << real.left(real.size() / 2) << "cannot decode the image";
+    QTest::newRow("too many pixels") << huge << "20000 x 20000 pixels is more than";
+}
+
+void tst_Evaluation::badImagesRefusedByName()
+{
+    QFETCH(QByteArray, bytes);
+    QFETCH(QString, message);
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("photo.png")).toStdString();
+    writeAll(path, bytes.toStdString());
+    try {
+        trainlab::readImageFile(path);
+        QFAIL("decoded a file that is no usable image");
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(QString::fromUtf8(e.what()).startsWith(QString::fromStdString(path) + ": "), e.what());
+        QVERIFY2(QString::fromUtf8(e.what()).contains(message), e.what());
+    }
+}
+
+// Negated, trimmed to the object and scaled back to 28 rows, the photo is the test image it was made from.
+void tst_Evaluation::fashionInputUndoesAProductPhoto()
+{
+    const trainlab::GrayImage photo = trainlab::readImageFile(testData("pullover.png"));
+    const trainlab::GrayImage input = trainlab::fashionInput(photo, true);
+    QCOMPARE(input.width, 28);
+    QCOMPARE(input.height, 28);
+    trainlab::ExperimentConfig c;
+    const trainlab::DataBundle data = trainlab::loadData(c.dataset, 10);
+    const torch::Tensor original = data.test.images[2].contiguous();
+    QCOMPARE(data.test.labels[2].item<std::int64_t>(), std::int64_t(2));   // a pullover
+    const auto *expected = original.data_ptr<std::uint8_t>();
+    double diff = 0.0;
+    for (std::size_t i = 0; i < 28 * 28; ++i)
+        diff += std::abs(int(input.pixels[i]) - int(expected[i]));
+    QVERIFY2(diff / (28 * 28) < 6.0, qPrintable(QString::number(diff / (28 * 28))));
+    const trainlab::GrayImage kept = trainlab::fashionInput(photo, false);
+    QVERIFY(kept.pixels.front() > 245);         // not negated: the background stays white
+}
+
+void tst_Evaluation::classifiesWithTheRunsModel()
+{
+    QTemporaryDir dir;
+    const std::string run = dir.path().toStdString();
+    writePulloverRun(run);
+    const std::string notes = run + "/notes.txt";
+    writeAll(notes, "not a picture");
+    const trainlab::ClassifyResult r
+        = trainlab::classifyImages(run, "", {testData("pullover.png"), notes, testData("pullover.jpg")});
+    QCOMPARE(r.checkpoint, std::string("checkpoint.pt"));
+    QCOMPARE(r.images.size(), size_t(3));
+    const trainlab::Classification &png = r.images[0];
+    QVERIFY(png.error.empty());
+    QVERIFY(png.looksInverted && png.inverted);
+    QCOMPARE(png.top.size(), size_t(3));
+    QCOMPARE(png.top[0].first, 2);
+    QVERIFY(qAbs(png.top[0].second - 0.5) < 1e-5);
+    QCOMPARE(png.top[1].first, 0);              // the tied rest rank by class
+    QVERIFY(qAbs(png.top[1].second - 0.5 / 9) < 1e-5);
+    QVERIFY2(QString::fromStdString(r.images[1].error).contains(QStringLiteral("notes.txt: not an image")), r.images[1].error.c_str());
+    QVERIFY(r.images[1].top.empty());
+    QCOMPARE(r.images[2].top[0].first, 2);
+    const std::string text = trainlab::formatClassification(r);
+    QVERIFY2(QString::fromStdString(text).contains(QStringLiteral("50.0%  Pullover")), text.c_str());
+    QVERIFY2(QString::fromStdString(text).contains(QStringLiteral("refused: ")), text.c_str());
+    const trainlab::ClassifyResult kept = trainlab::classifyImages(run, "", {testData("pullover.png")}, trainlab::InvertMode::No);
+    QVERIFY(kept.images[0].looksInverted && !kept.images[0].inverted);
 }
 
 QTEST_GUILESS_MAIN(tst_Evaluation)

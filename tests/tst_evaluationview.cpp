@@ -1,3 +1,4 @@
+#include "ui/classifydialog.h"
 #include "ui/evaluationview.h"
 
 #include "core/train/trainer.h"
@@ -10,6 +11,8 @@
 #include <QChart>
 #include <QChartView>
 #include <QDir>
+#include <QFileInfo>
+#include <QPixmap>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -37,7 +40,35 @@ private Q_SLOTS:
     void showsTheRunsEvaluation();
     void brokenFileExplained();
     void evaluatesOnAWorker();
+    void exportsAndClassifiesOnWorkers();
+
+private:
+    // One short run on the sample, trained on first use and shared by the tests that need a model.
+    QString trainedRun();
+    QTemporaryDir m_runs;
+    QString m_runDir;
 };
+
+QString tst_EvaluationView::trainedRun()
+{
+    if (!m_runDir.isEmpty())
+        return m_runDir;
+    trainlab::ExperimentConfig c;
+    c.name = "evaluated";
+    c.dataset.trainLimit = 20;
+    c.dataset.testLimit = 20;
+    c.batchSize = 10;
+    c.epochs = 1;
+    c.cpuThreads = 2;
+    trainlab::RunOptions options;
+    options.runsDir = m_runs.path().toStdString();
+    RecordingObserver observer;
+    trainlab::StopFlag stop{false};
+    const trainlab::RunResult result = trainlab::runExperiment(c, observer, stop, options);
+    if (result.status == trainlab::RunStatus::Completed)
+        m_runDir = QString::fromStdString(result.runDir);
+    return m_runDir;
+}
 
 void tst_EvaluationView::nothingSelected()
 {
@@ -103,24 +134,10 @@ void tst_EvaluationView::brokenFileExplained()
 // The button's work runs on a thread: the call returns at once, the result arrives later and is kept.
 void tst_EvaluationView::evaluatesOnAWorker()
 {
-    QTemporaryDir runs;
-    trainlab::ExperimentConfig c;
-    c.name = "evaluated";
-    c.dataset.trainLimit = 20;
-    c.dataset.testLimit = 20;
-    c.batchSize = 10;
-    c.epochs = 1;
-    c.cpuThreads = 2;
-    trainlab::RunOptions options;
-    options.runsDir = runs.path().toStdString();
-    RecordingObserver observer;
-    trainlab::StopFlag stop{false};
-    const trainlab::RunResult result = trainlab::runExperiment(c, observer, stop, options);
-    QCOMPARE(result.status, trainlab::RunStatus::Completed);
-
+    const QString dir = trainedRun();
+    QVERIFY(!dir.isEmpty());
     EvaluationView view;
     QSignalSpy done(&view, &EvaluationView::evaluated);
-    const QString dir = QString::fromStdString(result.runDir);
     view.setRunDir(dir);
     QVERIFY(view.evaluate());
     QVERIFY(view.isEvaluating());
@@ -136,6 +153,46 @@ void tst_EvaluationView::evaluatesOnAWorker()
     EvaluationView later;
     later.setRunDir(dir);
     QCOMPARE(later.evaluation()->confusion, view.evaluation()->confusion);
+}
+
+void tst_EvaluationView::exportsAndClassifiesOnWorkers()
+{
+    const QString dir = trainedRun();
+    QVERIFY(!dir.isEmpty());
+    EvaluationView view;
+    QVERIFY(!view.openClassifyDialog());   // no run selected
+    view.setRunDir(dir);
+    QTemporaryDir out;
+    const QString pth = out.filePath(QStringLiteral("model.pth"));
+    QSignalSpy status(&view, &EvaluationView::status);
+    QVERIFY(view.exportModel(pth));
+    QVERIFY(!view.findChild<QPushButton *>(QStringLiteral("exportButton"))->isEnabled());
+    QVERIFY(status.wait(timeLimitMs(30000)));
+    QVERIFY2(status.first().first().toString().startsWith(QStringLiteral("Exported best.pt (epoch 1)")),
+             qPrintable(status.first().first().toString()));
+    QVERIFY(QFileInfo(pth).size() > 40'000'000);
+    QVERIFY(view.exportModel(out.filePath(QStringLiteral("missing/model.pth"))));
+    QVERIFY(status.wait(timeLimitMs(30000)));
+    QVERIFY2(status.last().first().toString().startsWith(QStringLiteral("Export failed: ")), qPrintable(status.last().first().toString()));
+
+    trainlab::ClassifyDialog *dialog = view.openClassifyDialog();
+    QVERIFY(dialog);
+    QSignalSpy classified(dialog, &trainlab::ClassifyDialog::classified);
+    const QString notes = out.filePath(QStringLiteral("notes.txt"));
+    trainlab::writeFileAtomic(notes.toStdString(), "not a picture");
+    QVERIFY(dialog->classify({QStringLiteral(TRAINLAB_TEST_DATA "/pullover.png"), notes}));
+    QVERIFY(!dialog->classify({notes}));    // one at a time
+    QVERIFY(classified.wait(timeLimitMs(30000)));
+    QTableWidget *table = dialog->table();
+    QCOMPARE(table->rowCount(), 2);
+    QCOMPARE(table->item(0, 1)->text(), QStringLiteral("pullover.png"));
+    QVERIFY(!table->item(0, 0)->data(Qt::DecorationRole).value<QPixmap>().isNull());
+    QVERIFY2(table->item(0, 2)->text().endsWith(QLatin1Char('%')), qPrintable(table->item(0, 2)->text()));
+    QCOMPARE(table->item(0, 5)->text(), QStringLiteral("Light background: negated"));
+    QVERIFY2(table->item(1, 5)->text().contains(QStringLiteral("notes.txt: not an image")), qPrintable(table->item(1, 5)->text()));
+    QVERIFY(!table->item(1, 2));
+    const QString line = dialog->findChild<QLabel *>(QStringLiteral("classifyStatus"))->text();
+    QVERIFY2(line.contains(QStringLiteral("best.pt (epoch 1): 1 classified, 1 refused")), qPrintable(line));
 }
 
 QTEST_MAIN(tst_EvaluationView)

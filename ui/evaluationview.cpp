@@ -1,5 +1,8 @@
 #include "ui/evaluationview.h"
 
+#include "ui/classifydialog.h"
+
+#include "core/eval/export.h"
 #include "core/util/atomicfile.h"
 
 #include <QBarCategoryAxis>
@@ -8,12 +11,14 @@
 #include <QChart>
 #include <QChartView>
 #include <QDir>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPointer>
 #include <QPushButton>
+#include <QStandardPaths>
 #include <QTableWidget>
 #include <QThread>
 #include <QValueAxis>
@@ -34,6 +39,8 @@ EvaluationView::EvaluationView(QWidget *parent)
     : QWidget(parent)
     , m_summary(new QLabel)
     , m_evaluateButton(new QPushButton(tr("&Evaluate")))
+    , m_classifyButton(new QPushButton(tr("&Classify Images…")))
+    , m_exportButton(new QPushButton(tr("Export for &PyTorch…")))
     , m_matrix(new QTableWidget)
     , m_classChart(new QChartView(new QChart))
 {
@@ -43,6 +50,10 @@ EvaluationView::EvaluationView(QWidget *parent)
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_evaluateButton->setObjectName(QStringLiteral("evaluateButton"));
     m_evaluateButton->setToolTip(tr("Run the selected run's model (best.pt, else checkpoint.pt) over its test set"));
+    m_classifyButton->setObjectName(QStringLiteral("classifyButton"));
+    m_classifyButton->setToolTip(tr("Your own pictures through the selected run's model: its three likeliest classes"));
+    m_exportButton->setObjectName(QStringLiteral("exportButton"));
+    m_exportButton->setToolTip(tr("The selected run's weights as a state_dict for the chapter's PyTorch resnet18(10, 1)"));
     m_matrix->setObjectName(QStringLiteral("confusionMatrix"));
     m_matrix->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_matrix->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
@@ -57,6 +68,8 @@ EvaluationView::EvaluationView(QWidget *parent)
     auto *top = new QHBoxLayout;
     top->addWidget(m_summary, 1);
     top->addWidget(m_evaluateButton);
+    top->addWidget(m_classifyButton);
+    top->addWidget(m_exportButton);
     auto *body = new QHBoxLayout;
     body->addWidget(m_matrix, 3);
     body->addWidget(m_classChart, 2);
@@ -66,6 +79,18 @@ EvaluationView::EvaluationView(QWidget *parent)
     layout->addLayout(body, 1);
 
     connect(m_evaluateButton, &QPushButton::clicked, this, [this] { evaluate(); });
+    connect(m_classifyButton, &QPushButton::clicked, this, [this] {
+        if (ClassifyDialog *dialog = openClassifyDialog())
+            dialog->show();
+    });
+    connect(m_exportButton, &QPushButton::clicked, this, [this] {
+        const QString suggested = QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
+                                      .filePath(QFileInfo(m_runDir).fileName() + QStringLiteral(".pth"));
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export for PyTorch"), suggested,
+                                                          tr("PyTorch state_dict (*.pth *.pt)"));
+        if (!path.isEmpty())
+            exportModel(path);
+    });
     setRunDir(QString());
 }
 
@@ -81,7 +106,7 @@ void EvaluationView::setRunDir(const QString &dir)
 {
     m_runDir = dir;
     m_evaluation.reset();
-    m_evaluateButton->setEnabled(!dir.isEmpty() && !m_worker);
+    updateButtons();
     if (dir.isEmpty()) {
         showMessage(tr("Select a run in the history to see how its model does on each class."));
         return;
@@ -103,7 +128,6 @@ bool EvaluationView::evaluate()
     if (m_runDir.isEmpty() || m_worker)
         return false;
     const QString dir = m_runDir;
-    m_evaluateButton->setEnabled(false);
     showMessage(tr("Evaluating %1…").arg(QFileInfo(dir).fileName()));
     QPointer<EvaluationView> self(this);
     m_worker = QThread::create([self, dir] {
@@ -123,7 +147,62 @@ bool EvaluationView::evaluate()
     });
     m_worker->setObjectName(QStringLiteral("evaluation"));
     m_worker->start();
+    updateButtons();
     return true;
+}
+
+bool EvaluationView::exportModel(const QString &path)
+{
+    if (m_runDir.isEmpty() || m_worker || path.isEmpty())
+        return false;
+    const QString dir = m_runDir;
+    QPointer<EvaluationView> self(this);
+    m_worker = QThread::create([self, dir, path] {
+        QString message;
+        try {
+            const ExportResult r = exportPyTorch(dir.toStdString(), "", path.toStdString());
+            message = tr("Exported %1 (epoch %2) of %3 to %4: torch.load(path, weights_only=True) in PyTorch")
+                          .arg(QString::fromStdString(r.checkpoint))
+                          .arg(r.epoch)
+                          .arg(QFileInfo(dir).fileName(), path);
+        } catch (const std::exception &e) {
+            message = tr("Export failed: %1").arg(QString::fromStdString(e.what()));
+        }
+        QMetaObject::invokeMethod(self.data(), [self, message] {
+            if (self)
+                self->exportFinished(message);
+        }, Qt::QueuedConnection);
+    });
+    m_worker->setObjectName(QStringLiteral("export"));
+    m_worker->start();
+    updateButtons();
+    return true;
+}
+
+void EvaluationView::exportFinished(const QString &message)
+{
+    m_worker->wait();
+    delete m_worker;
+    m_worker = nullptr;
+    updateButtons();
+    Q_EMIT status(message);
+}
+
+ClassifyDialog *EvaluationView::openClassifyDialog()
+{
+    if (m_runDir.isEmpty())
+        return nullptr;
+    auto *dialog = new ClassifyDialog(m_runDir, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    return dialog;
+}
+
+void EvaluationView::updateButtons()
+{
+    const bool run = !m_runDir.isEmpty();
+    m_evaluateButton->setEnabled(run && !m_worker);
+    m_exportButton->setEnabled(run && !m_worker);
+    m_classifyButton->setEnabled(run);
 }
 
 void EvaluationView::finished(const QString &dir, const std::optional<Evaluation> &result, const QString &error)
@@ -131,7 +210,7 @@ void EvaluationView::finished(const QString &dir, const std::optional<Evaluation
     m_worker->wait();
     delete m_worker;
     m_worker = nullptr;
-    m_evaluateButton->setEnabled(!m_runDir.isEmpty());
+    updateButtons();
     if (dir != m_runDir) {
         setRunDir(m_runDir);   // the user moved on: show what the current run has
     } else if (result) {

@@ -78,6 +78,7 @@ MainWindow::MainWindow(QWidget *parent)
     });
     connect(m_evaluationView, &EvaluationView::evaluationFailed, this,
             [this](const QString &, const QString &error) { statusBar()->showMessage(tr("Evaluation failed: %1").arg(error), 8000); });
+    connect(m_evaluationView, &EvaluationView::status, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
     connect(m_historyPanel, &HistoryPanel::useConfigRequested, this, &MainWindow::useRunConfig);
     connect(m_historyPanel, &HistoryPanel::error, this, &MainWindow::showError);
     connect(m_historyPanel, &HistoryPanel::status, this,

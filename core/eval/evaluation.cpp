@@ -1,4 +1,5 @@
 #include "core/eval/evaluation.h"
+#include "core/eval/runmodel.h"
 
 #include "core/data/dataset.h"
 #include "core/train/checkpoint.h"
@@ -129,31 +130,38 @@ std::string evaluationCheckpoint(const std::string &runDir, const std::string &w
     throw std::runtime_error(runDir + ": no best.pt or checkpoint.pt to evaluate (the run has not finished an epoch)");
 }
 
+RunModel loadRunModel(const std::string &runDir, const std::string &which)
+{
+    RunModel r;
+    r.checkpointPath = evaluationCheckpoint(runDir, which);
+    r.config = ExperimentConfig::load((fs::path(runDir) / "config.json").string());
+    r.model = makeResNet18(r.config.model.inChannels, r.config.model.numClasses);
+    r.info = loadCheckpoint(r.checkpointPath, *r.model);
+    r.model->eval();
+    if (r.config.cpuThreads > 0)
+        at::set_num_threads(r.config.cpuThreads);
+    return r;
+}
+
 Evaluation evaluateRun(const std::string &runDir, const std::string &which)
 {
-    const std::string path = evaluationCheckpoint(runDir, which);
-    const ExperimentConfig config = ExperimentConfig::load((fs::path(runDir) / "config.json").string());
-    DataBundle data = loadData(config.dataset, config.model.numClasses);
-    auto model = makeResNet18(config.model.inChannels, config.model.numClasses);
-    const CheckpointInfo info = loadCheckpoint(path, *model);
-    if (config.cpuThreads > 0)
-        at::set_num_threads(config.cpuThreads);
+    RunModel run = loadRunModel(runDir, which);
+    DataBundle data = loadData(run.config.dataset, run.config.model.numClasses);
     torch::NoGradGuard noGrad;
-    model->eval();
     std::vector<torch::Tensor> logits;
     const std::int64_t n = data.test.size(), batch = 256;
     for (std::int64_t i = 0; i < n; i += batch)
-        logits.push_back(model->forward(toInput(data.test.images.slice(0, i, std::min(n, i + batch)))));
+        logits.push_back(run.model->forward(toInput(data.test.images.slice(0, i, std::min(n, i + batch)))));
     if (logits.empty())
-        throw std::runtime_error(config.dataset.path + ": the run's test set is empty");
+        throw std::runtime_error(run.config.dataset.path + ": the run's test set is empty");
     const torch::Tensor all = torch::cat(logits).to(torch::kFloat32).contiguous();
     const torch::Tensor labels = data.test.labels.to(torch::kLong).contiguous();
     Evaluation e = summarizePredictions(std::vector<float>(all.data_ptr<float>(), all.data_ptr<float>() + all.numel()),
                                         std::vector<std::int64_t>(labels.data_ptr<std::int64_t>(),
                                                                   labels.data_ptr<std::int64_t>() + labels.numel()),
-                                        classNames(config));
-    e.checkpoint = fs::path(path).filename().string();
-    e.epoch = info.epoch;
+                                        classNames(run.config));
+    e.checkpoint = fs::path(run.checkpointPath).filename().string();
+    e.epoch = run.info.epoch;
     return e;
 }
 
