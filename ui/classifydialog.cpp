@@ -1,5 +1,7 @@
 #include "ui/classifydialog.h"
 
+#include "ui/workerthread.h"
+
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -10,7 +12,6 @@
 #include <QImage>
 #include <QLabel>
 #include <QPixmap>
-#include <QPointer>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -104,23 +105,14 @@ bool ClassifyDialog::classify(const QStringList &paths)
     const std::string dir = m_runDir.toStdString();
     m_addButton->setEnabled(false);
     m_status->setText(tr("Classifying…"));
-    QPointer<ClassifyDialog> self(this);
-    m_worker = QThread::create([self, dir, files, invert] {
-        std::optional<ClassifyResult> result;
-        QString error;
+    using Outcome = std::pair<std::optional<ClassifyResult>, QString>;
+    m_worker = startWorker(this, QStringLiteral("classify"), [dir, files, invert]() -> Outcome {
         try {
-            result = classifyImages(dir, "", files, invert);
+            return {classifyImages(dir, "", files, invert), QString()};
         } catch (const std::exception &e) {
-            error = QString::fromStdString(e.what());
+            return {std::nullopt, QString::fromStdString(e.what())};
         }
-        // The destructor joins this thread before the dialog goes, so self is valid here.
-        QMetaObject::invokeMethod(self.data(), [self, result, error] {
-            if (self)
-                self->finished(result, error);
-        }, Qt::QueuedConnection);
-    });
-    m_worker->setObjectName(QStringLiteral("classify"));
-    m_worker->start();
+    }, [this](const Outcome &o) { finished(o.first, o.second); });
     return true;
 }
 

@@ -1,6 +1,7 @@
 #include "ui/evaluationview.h"
 
 #include "ui/classifydialog.h"
+#include "ui/workerthread.h"
 
 #include "core/eval/export.h"
 #include "core/util/atomicfile.h"
@@ -16,7 +17,6 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QPointer>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QTableWidget>
@@ -129,24 +129,16 @@ bool EvaluationView::evaluate()
         return false;
     const QString dir = m_runDir;
     showMessage(tr("Evaluating %1…").arg(QFileInfo(dir).fileName()));
-    QPointer<EvaluationView> self(this);
-    m_worker = QThread::create([self, dir] {
-        std::optional<Evaluation> result;
-        QString error;
+    using Outcome = std::pair<std::optional<Evaluation>, QString>;
+    m_worker = startWorker(this, QStringLiteral("evaluation"), [dir]() -> Outcome {
         try {
-            result = evaluateRun(dir.toStdString());
-            writeFileAtomic(QDir(dir).filePath(QString::fromLatin1(kEvaluationFile)).toStdString(), evaluationJson(*result));
+            Evaluation result = evaluateRun(dir.toStdString());
+            writeFileAtomic(QDir(dir).filePath(QString::fromLatin1(kEvaluationFile)).toStdString(), evaluationJson(result));
+            return {result, QString()};
         } catch (const std::exception &e) {
-            error = QString::fromStdString(e.what());
+            return {std::nullopt, QString::fromStdString(e.what())};
         }
-        // The destructor joins this thread before the view goes, so self is valid here.
-        QMetaObject::invokeMethod(self.data(), [self, dir, result, error] {
-            if (self)
-                self->finished(dir, result, error);
-        }, Qt::QueuedConnection);
-    });
-    m_worker->setObjectName(QStringLiteral("evaluation"));
-    m_worker->start();
+    }, [this, dir](const Outcome &o) { finished(dir, o.first, o.second); });
     updateButtons();
     return true;
 }
@@ -156,25 +148,17 @@ bool EvaluationView::exportModel(const QString &path)
     if (m_runDir.isEmpty() || m_worker || path.isEmpty())
         return false;
     const QString dir = m_runDir;
-    QPointer<EvaluationView> self(this);
-    m_worker = QThread::create([self, dir, path] {
-        QString message;
+    m_worker = startWorker(this, QStringLiteral("export"), [dir, path]() -> QString {
         try {
             const ExportResult r = exportPyTorch(dir.toStdString(), "", path.toStdString());
-            message = tr("Exported %1 (epoch %2) of %3 to %4: torch.load(path, weights_only=True) in PyTorch")
-                          .arg(QString::fromStdString(r.checkpoint))
-                          .arg(r.epoch)
-                          .arg(QFileInfo(dir).fileName(), path);
+            return tr("Exported %1 (epoch %2) of %3 to %4: torch.load(path, weights_only=True) in PyTorch")
+                .arg(QString::fromStdString(r.checkpoint))
+                .arg(r.epoch)
+                .arg(QFileInfo(dir).fileName(), path);
         } catch (const std::exception &e) {
-            message = tr("Export failed: %1").arg(QString::fromStdString(e.what()));
+            return tr("Export failed: %1").arg(QString::fromStdString(e.what()));
         }
-        QMetaObject::invokeMethod(self.data(), [self, message] {
-            if (self)
-                self->exportFinished(message);
-        }, Qt::QueuedConnection);
-    });
-    m_worker->setObjectName(QStringLiteral("export"));
-    m_worker->start();
+    }, [this](const QString &message) { exportFinished(message); });
     updateButtons();
     return true;
 }

@@ -37,7 +37,7 @@ std::string pytorchStateDict(torch::nn::Module &model)
             const std::string key = pytorchKey(item.key() + "." + name);
             if (dict.contains(key))
                 throw std::logic_error("two tensors map to " + key);
-            dict.insert(key, t.detach().to(torch::kCPU).contiguous().clone());
+            dict.insert(key, t.detach().to(torch::kCPU).contiguous());
         };
         for (const auto &p : item.value()->named_parameters(/*recurse=*/false))
             add(p.key(), p.value());
