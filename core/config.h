@@ -63,6 +63,19 @@ struct ScheduleConfig
     double pctStart = 0.3;      // one_cycle: the share of the steps rising to learning_rate
 };
 
+// Training images altered per step on the device (evaluation sees them as they are), drawn from the run's seed
+// and the global step: every replica and a resumed run draw the same.
+struct AugmentationConfig
+{
+    bool flip = false;       // mirror left-right with probability 1/2
+    int cropPadding = 0;     // shift by up to this many pixels each way, zeros filling in (torchvision's padded RandomCrop)
+    double erasing = 0.0;    // probability of blanking one rectangle of 2-33 % of the image (RandomErasing, value 0)
+
+    bool any() const { return flip || cropPadding > 0 || erasing > 0; }
+    // "crop 4, flip, erasing 0.25", or "none".
+    std::string describe() const;
+};
+
 // Ends a run whose test accuracy has not risen by more than min_delta over its best for patience epochs.
 struct EarlyStoppingConfig
 {
@@ -87,6 +100,7 @@ struct ExperimentConfig
     bool nesterov = false;
     double labelSmoothing = 0.0;
     ScheduleConfig schedule;
+    AugmentationConfig augmentation;
     EarlyStoppingConfig earlyStopping;
     std::uint64_t seed = 0;
     std::string precision = "fp32";
@@ -94,6 +108,8 @@ struct ExperimentConfig
     int collectiveTimeoutSeconds = 300;
     // Which checkpoints a run keeps: "last+best", "last" (resumable), "best", "none" (45 MB each).
     std::string checkpoints = "last+best";
+    // TensorBoard event files in the run's tb/ folder, appended per epoch.
+    bool tensorboard = true;
     SpeedConfig speed;
 
     // Every problem at once, each "key.path: what is wrong, got value"; empty when valid.
@@ -111,7 +127,7 @@ struct ExperimentConfig
     bool operator!=(const ExperimentConfig &other) const { return !(*this == other); }
 };
 
-// Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, quick-demo).
+// Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, fmnist-fast, quick-demo).
 ExperimentConfig loadPreset(const std::string &name);
 std::vector<std::string> presetNames();
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ASan + UBSan build of core, the CLI, the core tests and the libFuzzer targets (clang, no GUI), then the
-# core tests (all but the three long multi-process ones) under the sanitizers and each fuzzer for FUZZ_SECONDS (default 20) from tests/fuzz/corpus.
+# core tests (all but the three long multi-process ones) under the sanitizers and each fuzzer for FUZZ_SECONDS (default 10) from tests/fuzz/corpus.
 # Usage: scripts/check-sanitizers.sh [--fuzz-only] [--no-fuzz]; FUZZ_SECONDS=600 for the long measurement.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -12,7 +12,7 @@ for arg in "$@"; do
     *) echo "check-sanitizers: unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
-seconds=${FUZZ_SECONDS:-20}
+seconds=${FUZZ_SECONDS:-10}
 build=${SANITIZE_BUILD_DIR:-build-asan}
 
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
@@ -27,7 +27,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=ON \
   -DTRAINLAB_SANITIZE=ON -DTRAINLAB_FUZZ=ON >/dev/null || exit 1
 # The tests run below, the CLI they drive and the fuzzers: not tst_resume, tst_killpoints, tst_queue.
-sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep tst_hostile tst_optimizer tst_devicemonitor tst_evaluation"
+sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep tst_hostile tst_optimizer tst_devicemonitor tst_evaluation tst_tensorboard"
 [ -d "$build/tests/CMakeFiles/tst_download.dir" ] && sanitized_tests+=" tst_download"
 # shellcheck disable=SC2086  # the list is words
 cmake --build "$build" -j "$(nproc)" --target trainlab-cli $sanitized_tests fuzz_config fuzz_sweep fuzz_idx fuzz_records || exit 1
@@ -43,7 +43,7 @@ if [ "$run_tests" = 1 ]; then
   # 20 minutes), so they run in the ordinary build only. Every other core test runs here.
   # tst_cli's rows that wait on peers, timeouts and signals run in the main build only (TRAINLAB_TEST_SHORT),
   # as do tst_trainer's rows about learning and two more CLI paths (SKIP_WHEN_SANITIZED in tests/testutil.h).
-  (cd "$build" && TRAINLAB_TEST_SHORT=1 ctest --output-on-failure -j1 -E '^tst_(resume|killpoints|queue)$') || status=1
+  (cd "$build" && TRAINLAB_TEST_SHORT=1 ctest --output-on-failure -j2 -E '^tst_(resume|killpoints|queue)$') || status=1
 fi
 if [ "$run_fuzz" = 1 ]; then
   printf '%-12s %10s %8s %s\n' target execs crashes result

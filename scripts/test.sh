@@ -6,4 +6,5 @@ bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
 cmake --build build -j "$(nproc)"
 cd build
-ctest --output-on-failure -j1
+# Two at a time: the training tests share a RESOURCE_LOCK (tests/CMakeLists.txt), so only the light ones overlap.
+ctest --output-on-failure -j2

@@ -47,6 +47,9 @@ void tst_Config::roundTrip()
     c.schedule.warmupEpochs = 0.5;
     c.earlyStopping.patience = 3;
     c.earlyStopping.minDelta = 0.002;
+    c.augmentation.flip = true;
+    c.augmentation.cropPadding = 4;
+    c.augmentation.erasing = 0.25;
     c.speed.channelsLast = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
@@ -111,6 +114,10 @@ void tst_Config::invalid_data()
     QTest::newRow("pct_start") << R"({"schedule": {"pct_start": 1}})" << "schedule.pct_start: must be above 0 and below 1, got 1";
     QTest::newRow("nesterov without momentum") << R"({"nesterov": true})" << "nesterov: needs a momentum above 0, got true";
     QTest::newRow("label smoothing") << R"({"label_smoothing": 1})" << "label_smoothing: must be at least 0 and below 1, got 1";
+    QTest::newRow("crop padding") << R"({"augmentation": {"crop_padding": 15}})" << "augmentation.crop_padding: must be 0 (off) up to 14 pixels (half the image), got 15";
+    QTest::newRow("erasing") << R"({"augmentation": {"erasing": 1.5}})" << "augmentation.erasing: must be a probability from 0 to 1, got 1.5";
+    QTest::newRow("flip type") << R"({"augmentation": {"flip": 1}})" << "augmentation.flip: must be true or false, got an integer 1";
+    QTest::newRow("augmentation unknown") << R"({"augmentation": {"rotate": 10}})" << "augmentation.rotate: unknown key";
     QTest::newRow("patience") << R"({"early_stopping": {"patience": -1}})" << "early_stopping.patience: must be 0 (off) up to 100000 epochs, got -1";
     QTest::newRow("channels_last") << R"({"speed": {"channels_last": "yes"}})" << "speed.channels_last: must be \"auto\", \"on\" or \"off\", got \"yes\"";
     QTest::newRow("fused_sgd type") << R"({"speed": {"fused_sgd": "true"}})" << "speed.fused_sgd: must be true or false, got a string \"true\"";
@@ -244,7 +251,7 @@ void tst_Config::largestSeedRoundTrips()
 void tst_Config::presets()
 {
     const auto names = trainlab::presetNames();
-    QCOMPARE(names, (std::vector<std::string>{"d2l-1gpu", "d2l-2gpu", "d2l-cpu", "quick-demo"}));
+    QCOMPARE(names, (std::vector<std::string>{"d2l-1gpu", "d2l-2gpu", "d2l-cpu", "fmnist-fast", "quick-demo"}));
     const ExperimentConfig demo = trainlab::loadPreset("quick-demo");
     QVERIFY(demo.validate().empty());
     QCOMPARE(demo.devices, std::vector<std::string>{"cpu"});
@@ -269,6 +276,15 @@ void tst_Config::presets()
     QCOMPARE(two.batchSize, std::int64_t(512));
     QCOMPARE(two.learningRate, 0.2);
     QCOMPARE(two.devices.size(), size_t(2));
+    // Beyond the chapter: one GPU, a schedule with its own warm-up, augmentation, label smoothing, bf16.
+    const ExperimentConfig fast = trainlab::loadPreset("fmnist-fast");
+    for (const std::string &problem : fast.validate())   // only what this machine lacks: the full dataset, a GPU
+        QVERIFY2(problem.rfind("dataset.path: ", 0) == 0 || problem.rfind("devices[0]: ", 0) == 0, problem.c_str());
+    QCOMPARE(fast.schedule.kind, std::string("one_cycle"));
+    QVERIFY(fast.augmentation.any());
+    QVERIFY(fast.labelSmoothing > 0);
+    QCOMPARE(fast.precision, std::string("bf16"));
+    QCOMPARE(fast.epochs, 10);
     QVERIFY_THROWS_EXCEPTION(ConfigError, trainlab::loadPreset("nope"));
 }
 

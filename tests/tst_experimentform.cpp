@@ -96,7 +96,9 @@ void tst_ExperimentForm::roundTrip_data()
     c.speed.channelsLast = "on";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
+    c.augmentation = {true, 4, 0.3};
     QTest::newRow("every field") << c;
+    QTest::newRow("fmnist-fast") << trainlab::loadPreset("fmnist-fast");
     // What validate() refuses is still shown as it is, not clamped into something valid.
     ExperimentConfig bad;
     bad.epochs = 200000;
@@ -105,6 +107,7 @@ void tst_ExperimentForm::roundTrip_data()
     bad.dataset.trainLimit = -5;
     bad.precision = "fp16";
     bad.speed.channelsLast = "sometimes";
+    bad.augmentation.cropPadding = 40;
     QTest::newRow("out of range") << bad;
     ExperimentConfig order;
     order.devices = {"cuda:1", "cuda:0"};   // rank 0 is cuda:1: the order is the user's

@@ -1,3 +1,4 @@
+#include "core/data/augment.h"
 #include "core/data/dataset.h"
 #include "core/data/idx.h"
 
@@ -71,6 +72,9 @@ private Q_SLOTS:
     void builtinSample();
     void balancedSubset();
     void permutation();
+    void augmentationDraws();
+    void augmentationPixels_data();
+    void augmentationPixels();
     void inspect();
     void notRegularFiles_data();
     void notRegularFiles();
@@ -228,6 +232,93 @@ void tst_Idx::permutation()
     std::sort(sorted.begin(), sorted.end());
     for (std::int64_t i = 0; i < 1000; ++i)
         QCOMPARE(sorted[static_cast<size_t>(i)], i);
+}
+
+// The draws repeat for (seed, step), change with either, stay in bounds and come at the configured rates.
+void tst_Idx::augmentationDraws()
+{
+    trainlab::AugmentationConfig config;
+    QVERIFY(trainlab::drawAugmentation(config, 1, 0, 64, 28, 28).empty());
+    config.flip = true;
+    config.cropPadding = 4;
+    config.erasing = 0.25;
+    const auto a = trainlab::drawAugmentation(config, 7, 12, 4000, 28, 28);
+    QCOMPARE(a.size(), size_t(4000));
+    const auto same = [](const std::vector<trainlab::AugmentDraw> &x, const std::vector<trainlab::AugmentDraw> &y) {
+        return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const auto &p, const auto &q) {
+            return p.dy == q.dy && p.dx == q.dx && p.flip == q.flip && p.eraseTop == q.eraseTop
+                   && p.eraseBottom == q.eraseBottom && p.eraseLeft == q.eraseLeft && p.eraseRight == q.eraseRight;
+        });
+    };
+    QVERIFY(same(a, trainlab::drawAugmentation(config, 7, 12, 4000, 28, 28)));
+    QVERIFY(!same(a, trainlab::drawAugmentation(config, 7, 13, 4000, 28, 28)));
+    QVERIFY(!same(a, trainlab::drawAugmentation(config, 8, 12, 4000, 28, 28)));
+    int flips = 0, erased = 0, shifts[9] = {};
+    for (const auto &d : a) {
+        QVERIFY(d.dy >= -4 && d.dy <= 4 && d.dx >= -4 && d.dx <= 4);
+        ++shifts[d.dy + 4];
+        flips += d.flip;
+        if (d.eraseBottom > d.eraseTop) {
+            ++erased;
+            const auto area = (d.eraseBottom - d.eraseTop) * (d.eraseRight - d.eraseLeft);
+            QVERIFY(d.eraseTop >= 0 && d.eraseBottom <= 28 && d.eraseLeft >= 0 && d.eraseRight <= 28);
+            QVERIFY2(area >= 8 && area <= 290, qPrintable(QString::number(area)));
+        }
+    }
+    QVERIFY2(flips > 1800 && flips < 2200, qPrintable(QString::number(flips)));
+    QVERIFY2(erased > 850 && erased < 1150, qPrintable(QString::number(erased)));
+    for (int s : shifts)
+        QVERIFY2(s > 350 && s < 550, qPrintable(QString::number(s)));
+}
+
+void tst_Idx::augmentationPixels_data()
+{
+    QTest::addColumn<bool>("flip");
+    QTest::addColumn<int>("padding");
+    QTest::addColumn<double>("erasing");
+    QTest::newRow("crop") << false << 4 << 0.0;
+    QTest::newRow("flip") << true << 0 << 0.0;
+    QTest::newRow("erasing") << false << 0 << 1.0;
+    QTest::newRow("all three") << true << 3 << 0.5;
+}
+
+// Each pixel against a per-pixel reading of the draws; a batch altered whole equals its two replicas' halves.
+void tst_Idx::augmentationPixels()
+{
+    QFETCH(bool, flip);
+    QFETCH(int, padding);
+    QFETCH(double, erasing);
+    trainlab::AugmentationConfig config;
+    config.flip = flip;
+    config.cropPadding = padding;
+    config.erasing = erasing;
+    const std::int64_t n = 12, h = 28, w = 28;
+    torch::manual_seed(3);
+    const torch::Tensor x = torch::rand({n, 1, h, w}) + 0.5;   // no pixel is 0, so a zero is a filled or erased one
+    const auto draws = trainlab::drawAugmentation(config, 5, 40, n, h, w);
+    const torch::Tensor out = trainlab::applyAugmentation(x, draws, 0);
+    auto in = x.accessor<float, 4>();
+    auto got = out.accessor<float, 4>();
+    int changed = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const auto &d = draws[static_cast<size_t>(k)];
+        changed += d.dy != 0 || d.dx != 0 || d.flip || d.eraseBottom > d.eraseTop;
+        for (std::int64_t i = 0; i < h; ++i) {
+            for (std::int64_t j = 0; j < w; ++j) {
+                const std::int64_t si = i + d.dy, sj = (d.flip ? w - 1 - j : j) + d.dx;
+                const bool erased = i >= d.eraseTop && i < d.eraseBottom && j >= d.eraseLeft && j < d.eraseRight;
+                const float want = erased || si < 0 || si >= h || sj < 0 || sj >= w ? 0.0f : in[k][0][si][sj];
+                if (got[k][0][i][j] != want)
+                    QFAIL(qPrintable(QStringLiteral("image %1 pixel (%2, %3): %4, expected %5").arg(k).arg(i).arg(j)
+                                         .arg(got[k][0][i][j]).arg(want)));
+            }
+        }
+    }
+    QVERIFY(changed > n / 3);
+    const torch::Tensor halves = torch::cat({trainlab::applyAugmentation(x.slice(0, 0, 5), draws, 0),
+                                             trainlab::applyAugmentation(x.slice(0, 5, n), draws, 5)});
+    QVERIFY(torch::equal(halves, out));
+    QVERIFY_THROWS_EXCEPTION(std::logic_error, trainlab::applyAugmentation(x, draws, 1));
 }
 
 void tst_Idx::inspect()

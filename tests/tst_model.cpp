@@ -134,13 +134,13 @@ void tst_Model::brokenCheckpoint()
     }
 }
 
-// A checkpoint written before schedules, label smoothing, Nesterov and early stopping existed lacks their keys; at
+// A checkpoint written before schedules, label smoothing, Nesterov, early stopping and augmentation existed lacks their keys; at
 // their defaults it is bound to the same experiment, so such a run still resumes. A changed value still differs.
 void tst_Model::olderCheckpointConfigStillMatches()
 {
     const std::string bound = trainlab::checkpointConfigJson(trainlab::ExperimentConfig{}.toJson());
     auto older = nlohmann::json::parse(bound);
-    for (const char *key : {"nesterov", "label_smoothing", "schedule", "early_stopping"})
+    for (const char *key : {"nesterov", "label_smoothing", "schedule", "early_stopping", "augmentation"})
         QVERIFY(older.erase(key) == 1);
     QVERIFY(older.dump() != bound);
     QCOMPARE(trainlab::currentBoundConfig(older.dump()), bound);

@@ -110,23 +110,28 @@ void tst_Resume::resumeEqualsUninterrupted_data()
 {
     QTest::addColumn<QStringList>("devices");
     QTest::addColumn<int>("stopAfter");
-    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1;
-    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2;
-    QTest::newRow("2 replicas, after epoch 1") << QStringList{"cpu", "cpu"} << 1;
+    QTest::addColumn<bool>("augmented");
+    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1 << false;
+    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2 << false;
+    // Augmentation's draws come from the seed and the global step, so they too continue exactly.
+    QTest::newRow("2 replicas, augmented, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << true;
 }
 
 void tst_Resume::resumeEqualsUninterrupted()
 {
     QFETCH(QStringList, devices);
     QFETCH(int, stopAfter);
+    QFETCH(bool, augmented);
     std::vector<std::string> list;
     for (const QString &d : devices)
         list.push_back(d.toStdString());
-    const ExperimentConfig config = tiny(3, list);
+    ExperimentConfig config = tiny(3, list);
+    if (augmented)
+        config.augmentation = {true, 3, 0.5};
     const std::string runs = runsDir(QTest::currentDataTag());
 
     // One uninterrupted run per device list, shared by the rows.
-    const QString key = devices.join(QLatin1Char(','));
+    const QString key = devices.join(QLatin1Char(',')) + (augmented ? QStringLiteral("+augmented") : QString());
     if (!m_straight.contains(key)) {
         trainlab::StopFlag never{false};
         RecordingObserver whole;

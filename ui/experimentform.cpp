@@ -105,6 +105,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_nesterov(new QCheckBox(tr("Nesterov momentum")))
     , m_labelSmoothing(lineEdit("labelSmoothing", tr("0, or e.g. 0.1")))
     , m_patience(spinBox("patience", INT_MIN, INT_MAX))
+    , m_flip(new QCheckBox(tr("Random left-right flip")))
+    , m_cropPadding(spinBox("cropPadding", INT_MIN, INT_MAX))
+    , m_erasing(lineEdit("erasing", tr("probability, 0 or e.g. 0.25")))
     , m_channelsLast(new QComboBox)
     , m_fusedSgd(new QCheckBox(tr("One fused SGD update")))
     , m_cudaGraphs(new QCheckBox(tr("CUDA graphs (GPU only)")))
@@ -180,7 +183,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     // Collapsed until asked for (or until one of its fields has a problem): the common knobs come first.
     m_advancedToggle = new QToolButton;
     m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
-    m_advancedToggle->setText(tr("Advanced: momentum, schedule, early stop, precision, speed, threads, image limits"));
+    m_advancedToggle->setText(tr("Advanced: momentum, schedule, augmentation, early stop, precision, speed, threads, image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_advancedToggle->setArrowType(Qt::RightArrow);
     m_advancedToggle->setCheckable(true);
@@ -199,6 +202,12 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(tr("&Warm-up epochs:"), m_warmup);
     advancedForm->addRow(tr("&Label smoothing:"), m_labelSmoothing);
     advancedForm->addRow(tr("Early stop &patience (0: off):"), m_patience);
+    m_flip->setObjectName(QStringLiteral("flip"));
+    m_cropPadding->setToolTip(tr("Shift each training image by up to this many pixels each way (a random crop of the padded image)"));
+    m_erasing->setToolTip(tr("The share of training images with one random rectangle blanked"));
+    advancedForm->addRow(tr("Augment: &crop padding (0: off):"), m_cropPadding);
+    advancedForm->addRow(QString(), m_flip);
+    advancedForm->addRow(tr("Augment: rand&om erasing:"), m_erasing);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(tr("&Precision:"), m_precision);
     advancedForm->addRow(tr("C&hannels-last:"), m_channelsLast);
@@ -232,16 +241,19 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("schedule.warmup_epochs"), m_warmup},
                 {QStringLiteral("label_smoothing"), m_labelSmoothing},
                 {QStringLiteral("early_stopping.patience"), m_patience},
+                {QStringLiteral("augmentation.flip"), m_flip},
+                {QStringLiteral("augmentation.crop_padding"), m_cropPadding},
+                {QStringLiteral("augmentation.erasing"), m_erasing},
                 {QStringLiteral("speed.channels_last"), m_channelsLast},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
-    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing})
+    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_erasing})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
-    for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience})
+    for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience, m_cropPadding})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
     for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
-    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov})
+    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov, m_flip})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
@@ -309,6 +321,9 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_warmup->setText(shortest(config.schedule.warmupEpochs));
     m_labelSmoothing->setText(shortest(config.labelSmoothing));
     m_patience->setValue(config.earlyStopping.patience);
+    m_flip->setChecked(config.augmentation.flip);
+    m_cropPadding->setValue(config.augmentation.cropPadding);
+    m_erasing->setText(shortest(config.augmentation.erasing));
     const QString precision = QString::fromStdString(config.precision);
     if (m_precision->findText(precision) < 0)
         m_precision->addItem(precision);   // shown as it is, for validate() to name
@@ -377,6 +392,10 @@ ExperimentConfig ExperimentForm::config() const
     if (const double v = parseNumber(m_labelSmoothing->text(), &ok); ok)
         c.labelSmoothing = v;
     c.earlyStopping.patience = m_patience->value();
+    c.augmentation.flip = m_flip->isChecked();
+    c.augmentation.cropPadding = m_cropPadding->value();
+    if (const double v = parseNumber(m_erasing->text(), &ok); ok)
+        c.augmentation.erasing = v;
     c.precision = m_precision->currentText().toStdString();
     c.speed.channelsLast = m_channelsLast->currentText().toStdString();
     c.speed.fusedSgd = m_fusedSgd->isChecked();
@@ -405,6 +424,7 @@ QStringList ExperimentForm::unparsedText() const
     number("weight_decay", m_weightDecay, false);
     number("schedule.warmup_epochs", m_warmup, false);
     number("label_smoothing", m_labelSmoothing, false);
+    number("augmentation.erasing", m_erasing, false);
     return list;
 }
 
@@ -502,7 +522,7 @@ void ExperimentForm::showProblems()
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
         for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing",
-                                 "early_stopping.patience", "precision", "speed.channels_last", "cpu_threads",
+                                 "early_stopping.patience", "augmentation.crop_padding", "augmentation.erasing", "precision", "speed.channels_last", "cpu_threads",
                                  "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)
                 m_advancedToggle->setChecked(true);

@@ -91,6 +91,9 @@ private:
     QCheckBox *m_nesterov;
     QLineEdit *m_labelSmoothing;
     QSpinBox *m_patience;
+    QCheckBox *m_flip;
+    QSpinBox *m_cropPadding;
+    QLineEdit *m_erasing;
     QComboBox *m_channelsLast;
     QCheckBox *m_fusedSgd;
     QCheckBox *m_cudaGraphs;

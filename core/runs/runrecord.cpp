@@ -1,5 +1,7 @@
 #include "core/runs/runrecord.h"
 
+#include "core/runs/tensorboard.h"
+
 #include "core/train/devices.h"
 #include "core/util/atomicfile.h"
 #include "core/util/jsonread.h"
@@ -20,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <thread>
@@ -210,6 +213,29 @@ RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config,
         throw;
     }
     m_summary.dir = m_dir;
+    startTensorBoard(config, {});
+}
+
+template <typename F> void RunRecord::tensorBoard(F &&write)
+{
+    try {
+        write();
+    } catch (const std::exception &e) {
+        m_tensorBoard.reset();
+        m_warning = std::string("TensorBoard files no longer written: ") + e.what();
+    }
+}
+
+void RunRecord::startTensorBoard(const ExperimentConfig &config, const std::vector<EpochMetrics> &done)
+{
+    if (!config.tensorboard)
+        return;
+    tensorBoard([&] { m_tensorBoard = std::make_unique<TensorBoardLog>(m_dir, config, done); });
+}
+
+std::string RunRecord::takeWarning()
+{
+    return std::exchange(m_warning, std::string());
 }
 
 std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const ExperimentConfig &config,
@@ -261,6 +287,7 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     record->m_summary.bestEpoch = record->m_epochs.bestEpoch;
     record->m_summary.meanEpochSeconds = record->m_epochs.meanEpochSeconds;
     record->writeSummary();
+    record->startTensorBoard(config, done);
     return record;
 }
 
@@ -357,6 +384,8 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     m_summary.bestEpoch = m_epochs.bestEpoch;
     m_summary.meanEpochSeconds = m_epochs.meanEpochSeconds;
     writeSummary();
+    if (m_tensorBoard)
+        tensorBoard([&] { m_tensorBoard->epoch(m); });
 }
 
 void RunRecord::finish(const RunResult &result)
@@ -366,6 +395,8 @@ void RunRecord::finish(const RunResult &result)
     m_summary.note = result.note;
     m_summary.endTime = isoTimeUtc();
     writeSummary();
+    if (m_tensorBoard)
+        tensorBoard([&] { m_tensorBoard->finish(m_summary.status); });
 }
 
 void RunRecord::writeSummary()

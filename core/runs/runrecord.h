@@ -49,6 +49,8 @@ struct RunSummary
 // always has all three text files. The owning process holds an flock on the folder for as long as the
 // record exists; that lock is what tells a live run from an interrupted one.
 // Used from the one thread that drives the run.
+class TensorBoardLog;
+
 class RunRecord
 {
 public:
@@ -75,6 +77,9 @@ public:
     void finish(const RunResult &result);
     // True when the run folder was deleted or moved away while this record held it.
     bool folderGone() const;
+    // A problem with the optional extras (TensorBoard's files) since the last call, for the log; empty when none.
+    // They never fail the run: the record proper is what a run keeps.
+    std::string takeWarning();
     std::string goneMessage() const;
 
     static std::string safeName(const std::string &name);
@@ -87,6 +92,8 @@ private:
     bool isBest(const EpochMetrics &m) const;
     void writeSummary();
     void lock(const std::string &dir);
+    void startTensorBoard(const ExperimentConfig &config, const std::vector<EpochMetrics> &done);
+    template <typename F> void tensorBoard(F &&write);
 
     std::string m_dir;
     int m_lockFd = -1;
@@ -96,6 +103,8 @@ private:
     RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
     double m_previousSeconds = 0.0;
     std::chrono::steady_clock::time_point m_sessionStart = std::chrono::steady_clock::now();
+    std::unique_ptr<TensorBoardLog> m_tensorBoard;
+    std::string m_warning;
 };
 
 RunSummary readRunSummary(const std::string &runDir);

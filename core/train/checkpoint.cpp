@@ -114,6 +114,7 @@ std::string checkpointConfigJson(const std::string &configJson)
     json j = json::parse(configJson);
     j.erase("epochs");
     j.erase("speed");
+    j.erase("tensorboard");
     return j.dump();
 }
 

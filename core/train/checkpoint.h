@@ -24,8 +24,8 @@ struct CheckpointInfo
     std::vector<EpochMetrics> metrics;      // epochs 1..epoch, so the run record can be rebuilt from it
 };
 
-// The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow, and `speed`
-// (how steps run, not what they compute).
+// The configuration a checkpoint is bound to: the experiment's JSON without `epochs`, which may grow, `speed`
+// (how steps run, not what they compute) and `tensorboard` (what else is written).
 std::string checkpointConfigJson(const std::string &configJson);
 // A checkpoint's bound configuration as this TrainLab writes it: keys added since (at their defaults) make an older
 // checkpoint no different.

@@ -1,5 +1,6 @@
 #include "core/train/engine.h"
 
+#include "core/data/augment.h"
 #include "core/runs/runrecord.h"
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
@@ -212,9 +213,11 @@ private:
         report([&](TrainingObserver &o) { o.onLog(line); });
     }
     std::string failedRank();
-    torch::Tensor input(const torch::Tensor &images) const
+    // draws[first, first + N) alter training images; evaluation passes none.
+    torch::Tensor input(const torch::Tensor &images, const std::vector<AugmentDraw> &draws = {}, std::int64_t first = 0) const
     {
-        return m_channelsLast ? channelsLast(toInput(images)) : toInput(images);
+        const torch::Tensor x = applyAugmentation(toInput(images), draws, first);
+        return m_channelsLast ? channelsLast(x) : x;
     }
 
     World &m_world;
@@ -242,7 +245,7 @@ private:
 #endif
     bool m_stopped = false;
     std::string m_failure;
-    double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0;
+    double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0;
     TimeSplit m_time;
 };
 
@@ -418,6 +421,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
 
     m_model->train();
     m_time = TimeSplit{};
+    m_epochLearningRate = learningRateAt(config, m_globalStep, batches);
     if (!constantSchedule(config))
         log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(learningRateAt(config, m_globalStep, batches))
             + " to " + formatGeneral(learningRateAt(config, m_globalStep + batches - 1, batches)));
@@ -483,7 +487,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
                 if (mine > 0) {
                     mark = Clock::now();
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
-                    const torch::Tensor x = input(m_trainImages.index_select(0, idx));
+                    // Drawn for the whole global batch, so each image's alteration is the same whatever the world.
+                    const auto draws = drawAugmentation(config.augmentation, config.seed, m_globalStep, count,
+                                                        m_trainImages.size(1), m_trainImages.size(2));
+                    const torch::Tensor x = input(m_trainImages.index_select(0, idx), draws, offset - begin);
                     const torch::Tensor y = m_trainLabels.index_select(0, idx);
                     lap(m_time.data);
                     // The last, smaller batch of an epoch runs eagerly: a graph holds one shape.
@@ -731,7 +738,7 @@ void Replica::run()
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
                 break;
-            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}};
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate};
             if (m_localRank == 0) {
                 std::lock_guard<std::mutex> lock(m_world.mutex);
                 m.time.swap(m_world.times);
@@ -751,6 +758,8 @@ void Replica::run()
                         bytes = serializeCheckpoint(*m_model, *m_optimizer, info);
                     }
                     m_world.record->commitEpoch(m, bytes);
+                    if (const std::string warning = m_world.record->takeWarning(); !warning.empty())
+                        log(warning);
                     testPause("epoch-end");
                 }
             } catch (const std::exception &e) {
@@ -932,6 +941,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);
     observer.onLog("speed: " + config.speed.describe(config.devices, config.precision));
+    if (config.augmentation.any())
+        observer.onLog("augmentation: " + config.augmentation.describe());
 
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<Replica>> replicas;

@@ -30,6 +30,7 @@ struct EpochMetrics
     double imagesPerSecond = 0.0;
     // This node's ranks; empty where the host clock cannot see the work (CUDA runs asynchronously).
     std::vector<TimeSplit> time;
+    double learningRate = 0.0;          // at the epoch's first step; 0 where unknown (not kept in metrics.csv)
 };
 
 struct RunInfo

@@ -73,8 +73,11 @@ std::string problemsText(const std::vector<std::string> &problems)
 // The part of a run shared by a new and a resumed one, from loaded data and an open record on.
 RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingObserver &observer, const StopFlag &stop)
 {
-    if (record)
+    if (record) {
         observer.onLog("run folder: " + record->dir());
+        if (const std::string warning = record->takeWarning(); !warning.empty())
+            observer.onLog(warning);
+    }
     observer.onLog("data: " + std::to_string(setup.data.train.size()) + " train / "
                    + std::to_string(setup.data.test.size()) + " test images from " + setup.data.source);
     const int inChannels = setup.config.model.inChannels, classes = setup.config.model.numClasses;
