@@ -14,12 +14,14 @@
 #include "core/sweeps/queue.h"
 #include "core/sweeps/sweepreport.h"
 #include "core/train/devices.h"
+#include "core/train/launcher.h"
 #include "core/train/trainer.h"
 #include "core/util/atomicfile.h"
 #include "core/util/paths.h"
 #include "trainlab/version.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -173,15 +175,21 @@ int runsCommand(const trainlab::CliArgs &args)
     return 0;
 }
 
-// Where the run keeps its record and how this process meets the other nodes; Ctrl-C and SIGTERM stop it.
+// Where the run keeps its record and how this process meets the others: the flags, else torchrun's or Slurm's
+// variables (throws invalid_argument naming a bad or contradicting one); Ctrl-C and SIGTERM stop it.
 trainlab::RunOptions runOptions(const trainlab::CliArgs &args)
 {
     trainlab::RunOptions options;
     options.runsDir = args.runsDir;
-    options.node.nnodes = args.nnodes;
-    options.node.nodeRank = args.nodeRank;
-    options.node.masterAddr = args.masterAddr;
-    options.node.masterPort = args.masterPort;
+    const trainlab::Launch launch = trainlab::resolveLaunch({args.nnodes, args.nodeRank, args.masterPort, args.masterAddr},
+                                                            [](const char *name) { return std::getenv(name); });
+    options.node = launch.node;
+    if (launch.launcher != "none") {
+        std::string origins;
+        for (const auto &o : launch.origins)
+            origins += (origins.empty() ? "" : ", ") + o;
+        options.node.launcher = launch.launcher + ": " + origins;
+    }
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     std::signal(SIGHUP, onSignal);
@@ -248,7 +256,13 @@ void printPlan(const trainlab::Queue &queue, const std::string &name, const std:
 int sweepCommand(const trainlab::CliArgs &args)
 {
     namespace fs = std::filesystem;
-    trainlab::RunOptions options = runOptions(args);
+    trainlab::RunOptions options;
+    try {
+        options = runOptions(args);
+    } catch (const std::invalid_argument &e) {
+        std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+        return 2;
+    }
     trainlab::Queue queue;
     std::unique_ptr<trainlab::FolderLock> sweepLock;
     std::string name, mode;
@@ -447,12 +461,21 @@ int run(int argc, char **argv)
         return classifyCommand(args);
     if (args.command == "export")
         return exportCommand(args);
+    trainlab::RunOptions options;
+    if (args.command == "resume" || args.command == "run") {
+        try {
+            options = runOptions(args);
+        } catch (const std::invalid_argument &e) {
+            std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+            return 2;
+        }
+    }
     if (args.command == "resume") {
         ConsoleObserver observer;
         if (args.monitor)
             observer.enableMonitor();
         const trainlab::RunResult result
-            = trainlab::resumeRun(args.configPath, observer, g_stop, runOptions(args), args.epochs.value_or(0));
+            = trainlab::resumeRun(args.configPath, observer, g_stop, options, args.epochs.value_or(0));
         // Refused before training (changed config, unreadable checkpoint, run in use): as a config error.
         if (result.status == trainlab::RunStatus::Failed && !observer.m_started)
             return 2;
@@ -491,11 +514,16 @@ int run(int argc, char **argv)
     const auto problems = config.validate();
     if (!problems.empty())
         return printProblems(origin, problems);
+    try {
+        (void)trainlab::processDevices(config.devices, options.node);
+    } catch (const std::invalid_argument &e) {
+        return printProblems(origin, {e.what()});
+    }
 
     ConsoleObserver observer;
     if (args.monitor)
         observer.enableMonitor();
-    const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, runOptions(args));
+    const trainlab::RunResult result = trainlab::runExperiment(config, observer, g_stop, options);
     return result.status == trainlab::RunStatus::Completed ? 0 : 1;
 }
 

@@ -112,7 +112,7 @@ const char *cliUsage()
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
            "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
-           "multi-node (torchrun's names; MASTER_ADDR / MASTER_PORT when absent):\n"
+           "multi-node (torchrun's names; absent: torchrun's or Slurm's variables, else one node):\n"
            "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
            "\n"
            "exit status: 0 completed, 1 failed or stopped, 2 bad usage or config\n"
@@ -284,17 +284,9 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         if (out.command == "run" || out.command == "resume" || out.command == "sweep") {
             if (out.command == "run" && out.configPath.empty() == out.preset.empty())
                 throw std::invalid_argument("run: give either CONFIG.json or --preset NAME");
-            if (out.masterAddr.empty()) {
-                const char *env = std::getenv("MASTER_ADDR");
-                out.masterAddr = env && *env ? env : "127.0.0.1";
-            }
-            if (out.masterPort == 0) {
-                const char *env = std::getenv("MASTER_PORT");
-                out.masterPort = env && *env ? static_cast<int>(toInteger("MASTER_PORT", env, 1, 65535)) : 29500;
-            }
-            if (out.nodeRank >= out.nnodes)
-                throw std::invalid_argument("--node-rank: must be below --nnodes (" + std::to_string(out.nnodes)
-                                            + "), got " + std::to_string(out.nodeRank));
+            if (out.nodeRank && out.nnodes && *out.nodeRank >= *out.nnodes)
+                throw std::invalid_argument("--node-rank: must be below --nnodes (" + std::to_string(*out.nnodes)
+                                            + "), got " + std::to_string(*out.nodeRank));
         }
     } catch (const std::invalid_argument &e) {
         out.error = e.what();

@@ -20,10 +20,9 @@ struct CliArgs
     std::optional<double> learningRate;
     std::optional<std::vector<std::string>> devices;
     std::string runsDir;
-    int nnodes = 1;
-    int nodeRank = 0;
-    std::string masterAddr;
-    int masterPort = 0;
+    // Unset unless given: torchrun's or Slurm's variables fill them in (core/train/launcher.h).
+    std::optional<int> nnodes, nodeRank, masterPort;
+    std::optional<std::string> masterAddr;
     bool monitor = false;         // run, resume: the device monitor's line after each epoch
     bool dryRun = false;          // sweep: print the plan only
     bool yes = false;             // sweep: start more than SweepConfig::kAskAbove runs

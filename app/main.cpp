@@ -6,6 +6,7 @@
 #include "ui/compareview.h"
 #include "ui/evaluationview.h"
 #include "ui/experimentform.h"
+#include "ui/launchdialog.h"
 #include "ui/mainwindow.h"
 
 #include <QApplication>
@@ -31,6 +32,7 @@ struct Options
     QString compare;
     QString compareTab;
     QStringList classify;
+    bool launchCommands = false;
     bool smokeTest = false;
     int tab = 0;
 };
@@ -73,7 +75,10 @@ int parse(int argc, char **argv, Options &options)
                                       QStringLiteral("Classify Images with the newest run's model, starting with IMAGE "
                                                      "(repeatable); with --screenshot, save the dialog once done."),
                                       QStringLiteral("IMAGE"));
-    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab, classify});
+    const QCommandLineOption launch(QStringLiteral("launch-commands"),
+                                    QStringLiteral("Open Run > Launch on a Cluster for the loaded experiment (with "
+                                                   "--screenshot: save a picture of it and quit)."));
+    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab, classify, launch});
     parser.process(app);
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1) {
@@ -93,6 +98,7 @@ int parse(int argc, char **argv, Options &options)
     options.compare = parser.value(compare);
     options.compareTab = parser.value(compareTab);
     options.classify = parser.values(classify);
+    options.launchCommands = parser.isSet(launch);
     options.tab = QStringList({"history", "log", "time", "evaluation"}).indexOf(parser.value(tab));
     if (options.tab < 0) {
         std::fprintf(stderr, "trainlab: --tab must be history, log, time or evaluation, got \"%s\"\n", qPrintable(parser.value(tab)));
@@ -190,6 +196,19 @@ int main(int argc, char **argv)
         if (!options.screenshot.isEmpty()) {
             QTimer::singleShot(800, &window, [&window, &options] {
                 const bool ok = window.compareView()->grab().save(options.screenshot);
+                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
+                             qPrintable(options.screenshot));
+                QApplication::exit(ok ? 0 : 1);
+            });
+        }
+        return QApplication::exec();
+    }
+    if (options.launchCommands) {
+        trainlab::LaunchDialog *dialog = window.openLaunchDialog();
+        dialog->show();
+        if (!options.screenshot.isEmpty()) {
+            QTimer::singleShot(500, dialog, [dialog, &options] {
+                const bool ok = dialog->grab().save(options.screenshot);
                 std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
                              qPrintable(options.screenshot));
                 QApplication::exit(ok ? 0 : 1);

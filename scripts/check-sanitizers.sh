@@ -27,7 +27,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithD
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DTRAINLAB_GUI=OFF -DTRAINLAB_TESTS=ON \
   -DTRAINLAB_SANITIZE=ON -DTRAINLAB_FUZZ=ON >/dev/null || exit 1
 # The tests run below, the CLI they drive and the fuzzers: not tst_resume, tst_killpoints, tst_queue.
-sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep tst_hostile tst_optimizer tst_devicemonitor tst_evaluation tst_tensorboard"
+sanitized_tests="tst_config tst_idx tst_model tst_trainer tst_engine tst_cli tst_sha256 tst_datasetstore tst_sweep tst_hostile tst_optimizer tst_devicemonitor tst_evaluation tst_tensorboard tst_launcher"
 [ -d "$build/tests/CMakeFiles/tst_download.dir" ] && sanitized_tests+=" tst_download"
 # shellcheck disable=SC2086  # the list is words
 cmake --build "$build" -j "$(nproc)" --target trainlab-cli $sanitized_tests fuzz_config fuzz_sweep fuzz_idx fuzz_records || exit 1

@@ -108,6 +108,7 @@ private Q_SLOTS:
     void missingDevice();
     void signalStopsAndKeepsRun();
     void twoNodesMatchOneProcess();
+    void torchrunMatchesOneProcess();
     void absentPeerFails();
     void stopWhileWaiting_data();
     void stopWhileWaiting();
@@ -386,6 +387,59 @@ void tst_Cli::signalStopsAndKeepsRun()
     QFile summary(m.captured(1) + QStringLiteral("/summary.json"));
     QVERIFY(summary.open(QIODevice::ReadOnly));
     QVERIFY(summary.readAll().contains("\"status\": \"stopped\""));
+}
+
+// Debian's torchrun starts two processes with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_* and its agent's store; they
+// train as two nodes of one CPU replica each and end with the weights of one process with two replicas.
+void tst_Cli::torchrunMatchesOneProcess()
+{
+    SKIP_WHEN_SHORT();
+    QProcess probe;
+    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import torch.distributed.run")});
+    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
+        if (qEnvironmentVariableIsSet("TRAINLAB_PYTORCH_REQUIRED"))
+            QFAIL("TRAINLAB_PYTORCH_REQUIRED is set and /usr/bin/python3 has no torch.distributed.run (python3-torch)");
+        QSKIP("no torchrun: /usr/bin/python3 cannot import torch.distributed.run (Debian's python3-torch)");
+    }
+    const QString config = writeConfig(QStringLiteral("torchrun.json"), R"({"name": "torchrun", "devices": ["cpu"],
+        "dataset": {"train_limit": 48, "test_limit": 20}, "batch_size": 16, "epochs": 1,
+        "cpu_threads": 1, "collective_timeout_s": 60})");
+    const QString runs = m_dir.filePath(QStringLiteral("torchrun-runs"));
+    QProcess launcher;
+    launcher.setProcessChannelMode(QProcess::MergedChannels);
+    // Debian 12's torchrun (1.13 under Python 3.11) fails on its default "--redirects 0": its Std.from_str finds no
+    // IntFlag member 0. Standard error to files, standard output teed to ours, avoids that.
+    const QString logs = m_dir.filePath(QStringLiteral("torchrun-logs"));
+    launcher.start(QStringLiteral("/usr/bin/python3"),
+                   {QStringLiteral("-m"), QStringLiteral("torch.distributed.run"), QStringLiteral("--nnodes"), QStringLiteral("1"),
+                    QStringLiteral("--nproc_per_node"), QStringLiteral("2"), QStringLiteral("--master_port"),
+                    QString::number(freePort()), QStringLiteral("--redirects"), QStringLiteral("2"), QStringLiteral("--tee"),
+                    QStringLiteral("1"), QStringLiteral("--log_dir"), logs, QStringLiteral("--no_python"), QStringLiteral(TRAINLAB_CLI),
+                    QStringLiteral("run"), config, QStringLiteral("--runs-dir"), runs});
+    QVERIFY(launcher.waitForFinished(240000));
+    const QString out = QString::fromUtf8(launcher.readAll());
+    QVERIFY2(launcher.exitCode() == 0, qPrintable(out));
+    const auto listed = trainlab::listRuns(runs.toStdString());
+    QCOMPARE(listed.size(), size_t(1));   // rank 0 alone keeps the record
+    // Where each value came from, in the log of each process (torchrun passes their output through).
+    QVERIFY2(out.contains(QStringLiteral("launcher: torchrun: processes 2 (WORLD_SIZE), rank 0 (RANK), local rank 0 of 2 "
+                                         "(LOCAL_RANK, LOCAL_WORLD_SIZE)")), qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("rank 1 (RANK), local rank 1 of 2")), qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("(MASTER_PORT), served by torchrun's agent")), qPrintable(out));
+    const QStringList digests = [&out] {
+        QStringList d;
+        auto it = QRegularExpression(QStringLiteral("final weights digest: ([0-9a-f]{16})")).globalMatch(out);
+        while (it.hasNext())
+            d << it.next().captured(1);
+        return d;
+    }();
+    QCOMPARE(digests.size(), 2);
+    QCOMPARE(digests[0], digests[1]);
+    QStringList single = tinyRun(config);
+    single << QStringLiteral("--devices") << QStringLiteral("cpu,cpu");
+    const Outcome one = cli(single);
+    QVERIFY2(one.exitCode == 0, qPrintable(one.out + one.err));
+    QCOMPARE(digest(one.out), digests[0]);
 }
 
 void tst_Cli::twoNodesMatchOneProcess()

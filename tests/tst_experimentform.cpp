@@ -2,9 +2,12 @@
 #include "core/data/idx.h"
 #include "core/util/sha256.h"
 #include "ui/experimentform.h"
+#include "ui/launchdialog.h"
 
 #include "httpserver.h"
 
+#include <QApplication>
+#include <QClipboard>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
@@ -14,6 +17,8 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
 
 using trainlab::ExperimentConfig;
 using trainlab::ExperimentForm;
@@ -37,6 +42,7 @@ private Q_SLOTS:
     void datasetStatus();
     void downloadDataset_data();
     void downloadDataset();
+    void launchCommands();
 
 private:
     template<typename T>
@@ -309,6 +315,33 @@ void tst_ExperimentForm::downloadDataset()
         QVERIFY(!form.isValid());
     }
     qunsetenv("TRAINLAB_DATA_DIR");
+}
+
+// Run > Launch on a Cluster: one process per GPU under torchrun and srun, the node count as asked, Copy to the clipboard.
+void tst_ExperimentForm::launchCommands()
+{
+    ExperimentConfig gpus;
+    gpus.devices = {"cuda:0", "cuda:1"};
+    trainlab::LaunchDialog dialog(gpus, QStringLiteral("/lab/exp.json"));
+    QCOMPARE(dialog.torchrunText(),
+             QStringLiteral("torchrun --nnodes 1 --nproc_per_node 2 --standalone --no_python trainlab-cli run /lab/exp.json"));
+    dialog.nodes()->setValue(3);
+    QVERIFY2(dialog.torchrunText().startsWith(QStringLiteral("torchrun --nnodes 3 --nproc_per_node 2 --rdzv_backend c10d")),
+             qPrintable(dialog.torchrunText()));
+    for (const char *line : {"#SBATCH --nodes=3\n", "#SBATCH --ntasks-per-node=2\n", "#SBATCH --gpus-per-node=2\n",
+                             "srun trainlab-cli run /lab/exp.json\n"})
+        QVERIFY2(dialog.slurmText().contains(QLatin1String(line)), line);
+    const auto buttons = dialog.findChildren<QPushButton *>();
+    const auto copy = std::find_if(buttons.begin(), buttons.end(), [](QPushButton *b) { return b->text().contains(QLatin1String("sbatch")); });
+    QVERIFY(copy != buttons.end());
+    (*copy)->click();
+    QCOMPARE(QApplication::clipboard()->text(), dialog.slurmText());
+
+    ExperimentConfig cpu;
+    cpu.devices = {"cpu", "cpu"};
+    trainlab::LaunchDialog unsaved(cpu, QString());
+    QVERIFY(unsaved.torchrunText().contains(QLatin1String("--nproc_per_node 1 --standalone --no_python trainlab-cli run EXPERIMENT.json")));
+    QVERIFY(!unsaved.slurmText().contains(QLatin1String("gpus-per-node")));
 }
 
 QTEST_MAIN(tst_ExperimentForm)

@@ -11,6 +11,7 @@
 #include "ui/experimentfile.h"
 #include "ui/experimentform.h"
 #include "ui/historypanel.h"
+#include "ui/launchdialog.h"
 #include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
 #include "ui/runpanel.h"
@@ -188,6 +189,8 @@ void MainWindow::buildMenus()
     run->addSeparator();
     run->addAction(m_resumeActions->resumeAction());
     run->addAction(m_resumeActions->continueAction());
+    run->addSeparator();
+    run->addAction(tr("&Launch on a Cluster…"), this, [this] { openLaunchDialog()->show(); });
 
     QMenu *queue = menuBar()->addMenu(tr("&Queue"));
     queue->addAction(tr("Add &Current Experiment"), this, &MainWindow::addCurrentToQueue);
@@ -284,6 +287,13 @@ void MainWindow::updateActions()
     m_runPanel->setEnabled(canStart, canStop);
     m_historyPanel->updateActions();
     m_resumeActions->update(m_historyPanel->selectedRuns(), running);
+}
+
+LaunchDialog *MainWindow::openLaunchDialog()
+{
+    auto *dialog = new LaunchDialog(m_form->config(), m_file->currentFile(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    return dialog;
 }
 
 bool MainWindow::isRunning() const

@@ -20,6 +20,7 @@ class CompareView;
 class ExperimentFile;
 class ExperimentForm;
 class HistoryPanel;
+class LaunchDialog;
 class QueuePanel;
 class ResumeActions;
 class RunHistoryModel;
@@ -48,6 +49,8 @@ public:
     void setRunsDir(const QString &dir, bool remember = true);
 
     bool isModified() const { return m_file->isModified(); }
+    // Run > Launch on a Cluster…: the current experiment's torchrun and Slurm command lines (deleted on close).
+    LaunchDialog *openLaunchDialog();
     bool isRunning() const;
     QString currentFile() const { return m_file->currentFile(); }
     QString runsDir() const;

@@ -197,8 +197,9 @@ class StoreRendezvous : public Rendezvous
 {
 public:
     StoreRendezvous(c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout, StopCheck stop,
-                    std::string host = {}, int port = 0)
-        : m_store(std::move(store)), m_timeout(timeout), m_stop(std::move(stop)), m_host(std::move(host)), m_port(port)
+                    std::string host = {}, int port = 0, std::string prefix = {})
+        : m_store(std::move(store)), m_timeout(timeout), m_stop(std::move(stop)), m_host(std::move(host)), m_port(port),
+          m_prefix(std::move(prefix))
     {
         m_store->setTimeout(timeout);
     }
@@ -207,7 +208,7 @@ public:
     {
         if (m_host.empty())
             return std::make_shared<StoreRendezvous>(m_store, m_timeout, m_stop);
-        return tcp(m_host, m_port, false, m_timeout, m_stop);
+        return tcp(m_host, m_port, false, m_timeout, m_stop, m_prefix);
     }
 
     void set(const std::string &key, const std::string &value) override
@@ -275,6 +276,7 @@ private:
     StopCheck m_stop;
     std::string m_host;
     int m_port;
+    std::string m_prefix;
 };
 
 } // namespace
@@ -345,7 +347,7 @@ c10::intrusive_ptr<c10d::Store> connectBounded(const std::string &host, int port
 } // namespace
 
 std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, bool isServer,
-                                            std::chrono::milliseconds timeout, StopCheck stop)
+                                            std::chrono::milliseconds timeout, StopCheck stop, const std::string &prefix)
 {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(port);
@@ -374,7 +376,9 @@ std::shared_ptr<Rendezvous> Rendezvous::tcp(const std::string &host, int port, b
                                  + (isServer ? std::to_string(port) : host + ":" + std::to_string(port))
                                  + ": " + errorText(e));
     }
-    return std::make_shared<StoreRendezvous>(store, timeout, std::move(stop), host, port);
+    if (!prefix.empty())
+        store = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+    return std::make_shared<StoreRendezvous>(store, timeout, std::move(stop), host, port, prefix);
 }
 
 } // namespace trainlab

@@ -42,9 +42,11 @@ class Rendezvous
 public:
     virtual ~Rendezvous() = default;
     static std::shared_ptr<Rendezvous> inProcess(std::chrono::milliseconds timeout, StopCheck stop = {});
-    // isServer: node 0 hosts the store; the others connect, retrying until the timeout or a stop.
+    // isServer: node 0 hosts the store; the others connect, retrying until the timeout or a stop. prefix: this run's
+    // keys within a store that others share (torchrun's agent's).
     static std::shared_ptr<Rendezvous> tcp(const std::string &host, int port, bool isServer,
-                                           std::chrono::milliseconds timeout, StopCheck stop = {});
+                                           std::chrono::milliseconds timeout, StopCheck stop = {},
+                                           const std::string &prefix = {});
     // Another handle on the same store for a new thread (a fresh TCP client, or the shared in-process store).
     virtual std::shared_ptr<Rendezvous> connect() = 0;
 

@@ -5,6 +5,7 @@
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
 #include "core/train/fusedsgd.h"
+#include "core/train/launcher.h"
 #include "core/train/model.h"
 #include "core/train/precision.h"
 #include "core/train/schedule.h"
@@ -828,6 +829,14 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     world.boundConfig = checkpointConfigJson(setup.config.toJson());
     world.resumeCheckpoint = setup.resumeCheckpoint;
     world.resumeOrigin = setup.resumeOrigin;
+    try {
+        world.config.devices = processDevices(setup.config.devices, world.options.node);
+    } catch (const std::exception &e) {
+        EngineResult refused;
+        refused.result.status = RunStatus::Failed;
+        refused.result.error = e.what();
+        return refused;
+    }
     const ExperimentConfig &config = world.config;
     const NodeOptions &node = world.options.node;
     const auto timeout = std::chrono::milliseconds(1000LL * config.collectiveTimeoutSeconds);
@@ -842,7 +851,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     const StopCheck stopCheck = [&world] { return world.stop->load() || world.observerStop.load(); };
     try {
         if (node.nnodes > 1) {
-            world.rendezvous = Rendezvous::tcp(node.masterAddr, node.masterPort, node.nodeRank == 0, timeout, stopCheck);
+            world.rendezvous = Rendezvous::tcp(node.masterAddr, node.masterPort, node.nodeRank == 0 && node.hostStore, timeout,
+                                               stopCheck, node.storePrefix);
             nlohmann::json mine = nlohmann::json::parse(config.toJson());
             const nlohmann::json devices = mine["devices"];
             mine.erase("devices");
@@ -900,7 +910,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         const bool anyCuda = cudaRanks > 0;
         // Every rank must read its slots at the same step: decided from the devices of the whole world.
         world.controlLag = world.options.controlLag >= 0 ? world.options.controlLag : anyCuda ? 1 : 0;
-        const int threads = config.cpuThreads > 0 ? config.cpuThreads : logicalCores();
+        // Processes sharing a machine (torchrun, srun) share its cores.
+        const int threads = config.cpuThreads > 0 ? config.cpuThreads : std::max(1, logicalCores() / std::max(1, node.processesPerNode));
         int cpuReplicas = 0;
         for (const auto &d : config.devices)
             cpuReplicas += d == "cpu" ? 1 : 0;

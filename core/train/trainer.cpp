@@ -78,6 +78,8 @@ RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingOb
         if (const std::string warning = record->takeWarning(); !warning.empty())
             observer.onLog(warning);
     }
+    if (!setup.options.node.launcher.empty())
+        observer.onLog("launcher: " + setup.options.node.launcher);
     observer.onLog("data: " + std::to_string(setup.data.train.size()) + " train / "
                    + std::to_string(setup.data.test.size()) + " test images from " + setup.data.source);
     const int inChannels = setup.config.model.inChannels, classes = setup.config.model.numClasses;

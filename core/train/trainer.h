@@ -12,10 +12,15 @@ namespace trainlab {
 // Where this process sits in a multi-node world (torchrun's names).
 struct NodeOptions
 {
-    int nnodes = 1;
+    int nnodes = 1;                    // processes in the world (nodes, or GPUs under torchrun's one process per GPU)
     int nodeRank = 0;
     std::string masterAddr = "127.0.0.1";
     int masterPort = 29500;
+    int localRank = 0;                 // this process among the processesPerNode of its machine
+    int processesPerNode = 1;          // above 1: each process drives the config's device at localRank
+    bool hostStore = true;             // false: rank 0 too is a client (torchrun's agent serves the store)
+    std::string storePrefix;           // keys of this run in a store shared with others
+    std::string launcher;              // where these came from, for the run's log ("torchrun: rank 1 (RANK), ...")
 };
 
 struct RunOptions
