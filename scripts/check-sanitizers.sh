@@ -43,7 +43,7 @@ if [ "$run_tests" = 1 ]; then
   # 20 minutes), so they run in the ordinary build only. Every other core test runs here.
   # tst_cli's rows that wait on peers, timeouts and signals run in the main build only (TRAINLAB_TEST_SHORT),
   # as do tst_trainer's rows about learning and two more CLI paths (SKIP_WHEN_SANITIZED in tests/testutil.h).
-  (cd "$build" && TRAINLAB_TEST_SHORT=1 ctest --output-on-failure -j2 -E '^tst_(resume|killpoints|queue)$') || status=1
+  (cd "$build" && TRAINLAB_TEST_SHORT=1 ctest --output-on-failure -j1 -E '^tst_(resume|killpoints|queue)$') || status=1
 fi
 if [ "$run_fuzz" = 1 ]; then
   printf '%-12s %10s %8s %s\n' target execs crashes result

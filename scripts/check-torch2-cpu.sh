@@ -89,7 +89,7 @@ $sudo chroot "$root" env -u TRAINLAB_LOCALES_REQUIRED TRAINLAB_TEST_SHORT=1 CI="
   status=0
   /build/app/trainlab-cli --version
   # The tst_cli rows that wait on peers, timeouts and signals run in the main build only (TRAINLAB_TEST_SHORT).
-  QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j2 -R "^($(echo $tests | tr " " "|"))\$" > /ctest.log 2>&1 || status=$?
+  QT_QPA_PLATFORM=offscreen ctest --output-on-failure -j1 -R "^($(echo $tests | tr " " "|"))\$" > /ctest.log 2>&1 || status=$?
   tail -25 /ctest.log
   exit $status
 '
