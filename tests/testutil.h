@@ -2,6 +2,9 @@
 
 #include "core/train/observer.h"
 
+#include <QProcess>
+#include <QtTest>
+
 #include <atomic>
 #include <vector>
 
@@ -22,6 +25,22 @@ constexpr long long timeLimitMs(long long ms)
 #else
 #define SKIP_WHEN_SANITIZED() static_cast<void>(0)
 #endif
+
+// Whether Debian's /usr/bin/python3 (not a pyenv's first on PATH) runs `import modules`.
+inline bool systemPythonImports(const char *modules)
+{
+    QProcess probe;
+    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import ") + QLatin1String(modules)});
+    return probe.waitForFinished(60000) && probe.exitStatus() == QProcess::NormalExit && probe.exitCode() == 0;
+}
+
+// Skips the test without those modules, or fails it when the variable `required` is set (as CI sets it).
+#define SKIP_WITHOUT_SYSTEM_PYTHON(modules, required, packages)                                                 \
+    if (!systemPythonImports(modules)) {                                                                       \
+        if (qEnvironmentVariableIsSet(required))                                                                \
+            QFAIL(required " is set and /usr/bin/python3 cannot import " modules " (" packages ")");            \
+        QSKIP("/usr/bin/python3 cannot import " modules " (Debian's " packages ")");                           \
+    }
 
 // Keeps every event a run reports, for the tests to compare with what was written.
 class RecordingObserver : public trainlab::TrainingObserver

@@ -394,13 +394,7 @@ void tst_Cli::signalStopsAndKeepsRun()
 void tst_Cli::torchrunMatchesOneProcess()
 {
     SKIP_WHEN_SHORT();
-    QProcess probe;
-    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import torch.distributed.run")});
-    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
-        if (qEnvironmentVariableIsSet("TRAINLAB_PYTORCH_REQUIRED"))
-            QFAIL("TRAINLAB_PYTORCH_REQUIRED is set and /usr/bin/python3 has no torch.distributed.run (python3-torch)");
-        QSKIP("no torchrun: /usr/bin/python3 cannot import torch.distributed.run (Debian's python3-torch)");
-    }
+    SKIP_WITHOUT_SYSTEM_PYTHON("torch.distributed.run", "TRAINLAB_PYTORCH_REQUIRED", "python3-torch");
     const QString config = writeConfig(QStringLiteral("torchrun.json"), R"({"name": "torchrun", "devices": ["cpu"],
         "dataset": {"train_limit": 48, "test_limit": 20}, "batch_size": 16, "epochs": 1,
         "cpu_threads": 1, "collective_timeout_s": 60})");

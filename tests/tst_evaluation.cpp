@@ -400,13 +400,7 @@ void tst_Evaluation::exportWritesTheRunsWeights()
 void tst_Evaluation::pythonLoadsTheExport()
 {
     SKIP_WHEN_SANITIZED();
-    QProcess probe;
-    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import torch")});
-    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
-        if (qEnvironmentVariableIsSet("TRAINLAB_PYTORCH_REQUIRED"))
-            QFAIL("TRAINLAB_PYTORCH_REQUIRED is set and /usr/bin/python3 cannot import torch (python3-torch)");
-        QSKIP("no PyTorch in /usr/bin/python3 (Debian's python3-torch)");
-    }
+    SKIP_WITHOUT_SYSTEM_PYTHON("torch", "TRAINLAB_PYTORCH_REQUIRED", "python3-torch");
     QTemporaryDir dir;
     auto net = trainedLookingModel();
     const std::string state = dir.filePath(QStringLiteral("state.pth")).toStdString();

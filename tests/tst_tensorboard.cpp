@@ -1,6 +1,7 @@
 #include "core/config.h"
 #include "core/runs/runrecord.h"
 #include "core/runs/tensorboard.h"
+#include "testutil.h"
 
 #include <QDir>
 #include <QJsonArray>
@@ -111,13 +112,7 @@ void tst_TensorBoard::crc32cCheckValues()
 // wrote, and refuses the file with one byte flipped.
 void tst_TensorBoard::pythonReadsTheFiles()
 {
-    QProcess probe;
-    probe.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral("-c"), QStringLiteral("import crc32c, google.protobuf")});
-    if (!probe.waitForFinished(60000) || probe.exitStatus() != QProcess::NormalExit || probe.exitCode() != 0) {
-        if (qEnvironmentVariableIsSet("TRAINLAB_TENSORBOARD_REQUIRED"))
-            QFAIL("TRAINLAB_TENSORBOARD_REQUIRED is set and /usr/bin/python3 lacks python3-crc32c or python3-protobuf");
-        QSKIP("no python3-crc32c and python3-protobuf for /usr/bin/python3");
-    }
+    SKIP_WITHOUT_SYSTEM_PYTHON("crc32c, google.protobuf", "TRAINLAB_TENSORBOARD_REQUIRED", "python3-crc32c, python3-protobuf");
     ExperimentConfig config;
     config.batchSize = 96;
     config.momentum = 0.9;

@@ -424,7 +424,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
     m_time = TimeSplit{};
     m_epochLearningRate = learningRateAt(config, m_globalStep, batches);
     if (!constantSchedule(config))
-        log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(learningRateAt(config, m_globalStep, batches))
+        log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(m_epochLearningRate)
             + " to " + formatGeneral(learningRateAt(config, m_globalStep + batches - 1, batches)));
     const auto start = Clock::now();
     auto lastReport = start - std::chrono::seconds(1);
