@@ -96,10 +96,12 @@ private Q_SLOTS:
     void badInputRefused_data();
     void badInputRefused();
     void jsonRoundTrip();
+    void mistakesCoverEveryCell();
     void brokenJsonRefused_data();
     void brokenJsonRefused();
     void classNamesFollowTheDataset();
     void handMadeCheckpointGivesItsMatrix();
+    void evaluatesARunLikeItsLastEpoch_data();
     void evaluatesARunLikeItsLastEpoch();
     void missingCheckpointNamed();
     void pytorchKeys_data();
@@ -128,7 +130,7 @@ void tst_Evaluation::knownMatrix()
     addRow(logits, labels, 1, 2, 1.0f);
     addRow(logits, labels, 1, 2, 3.0f);
     addRow(logits, labels, 2, 2, 2.0f);
-    const Evaluation e = trainlab::summarizePredictions(logits, labels, kThree, 5, 2);
+    const Evaluation e = trainlab::summarizePredictions(logits, labels, kThree, 5, 2, 0);
     const std::vector<std::vector<std::int64_t>> expected = {{3, 1, 0}, {0, 2, 2}, {0, 0, 1}};
     QCOMPARE(e.confusion, expected);
     QCOMPARE(e.samples, std::int64_t(9));
@@ -206,6 +208,37 @@ void tst_Evaluation::jsonRoundTrip()
     QCOMPARE(back.mistakes.size(), size_t(1));
     QCOMPARE(back.mistakes[0].predicted, 2);
     QCOMPARE(back.mostConfused[0].truth, 0);
+    QCOMPARE(back.imageHeight, 0);
+    QVERIFY(back.mistakes[0].pixels.empty());
+
+    // The mistakes' images travel inside the file, byte for byte (every byte value, a 2 x 3 image).
+    const std::string images = std::string("\x00\xff\x80\x01\x7f\xfe", 6) + std::string("\x10\x20\x30\x40\x50\x60", 6);
+    trainlab::attachMistakeImages(e, reinterpret_cast<const std::uint8_t *>(images.data()), 2, 2, 3);
+    QCOMPARE(e.mistakes[0].pixels, images.substr(0, 6));
+    const Evaluation withImages = trainlab::evaluationFromJson(trainlab::evaluationJson(e), "evaluation.json");
+    QCOMPARE(withImages.imageHeight, 2);
+    QCOMPARE(withImages.imageWidth, 3);
+    QCOMPARE(withImages.mistakes[0].pixels, images.substr(0, 6));
+    e.mistakes[0].index = 2;
+    QVERIFY_THROWS_EXCEPTION(std::out_of_range,
+                             trainlab::attachMistakeImages(e, reinterpret_cast<const std::uint8_t *>(images.data()), 2, 2, 3));
+}
+
+void tst_Evaluation::mistakesCoverEveryCell()
+{
+    std::vector<float> logits;
+    std::vector<std::int64_t> labels;
+    // Five confident a-as-b mistakes, then one weak b-as-c: the top 2 alone would leave cell (b, c) empty.
+    for (int i = 0; i < 5; ++i)
+        addRow(logits, labels, 0, 1, 5.0f + static_cast<float>(i));
+    addRow(logits, labels, 1, 2, 0.5f);
+    const Evaluation e = trainlab::summarizePredictions(logits, labels, kThree, 5, 2, 1);
+    QCOMPARE(e.mistakes.size(), size_t(3));
+    QCOMPARE(e.mistakes[0].index, std::int64_t(4));
+    QCOMPARE(e.mistakes[1].index, std::int64_t(3));
+    QCOMPARE(e.mistakes[2].index, std::int64_t(5));
+    QCOMPARE(trainlab::summarizePredictions(logits, labels, kThree, 5, 2, 3).mistakes.size(), size_t(4));
+    QCOMPARE(trainlab::summarizePredictions(logits, labels, kThree, 5, 0, 0).mistakes.size(), size_t(0));
 }
 
 void tst_Evaluation::brokenJsonRefused_data()
@@ -219,6 +252,14 @@ void tst_Evaluation::brokenJsonRefused_data()
     QTest::newRow("mistake class outside")
         << R"({"checkpoint":"b","epoch":1,"samples":1,"top1":1,"top3":1,"class_names":["a"],"confusion":[[1]],
               "classes":[],"most_confused":[],"mistakes":[{"index":0,"true":0,"predicted":5,"probability":0.5}]})";
+    QTest::newRow("image not base64")
+        << R"({"checkpoint":"b","epoch":1,"samples":1,"top1":1,"top3":1,"class_names":["a","b"],"confusion":[[0,1],[0,0]],
+              "classes":[],"most_confused":[],"image_height":1,"image_width":2,
+              "mistakes":[{"index":0,"true":0,"predicted":1,"probability":0.5,"pixels":"A*=="}]})";
+    QTest::newRow("image of the wrong size")
+        << R"({"checkpoint":"b","epoch":1,"samples":1,"top1":1,"top3":1,"class_names":["a","b"],"confusion":[[0,1],[0,0]],
+              "classes":[],"most_confused":[],"image_height":2,"image_width":2,
+              "mistakes":[{"index":0,"true":0,"predicted":1,"probability":0.5,"pixels":"AAE="}]})";
 }
 
 void tst_Evaluation::brokenJsonRefused()
@@ -265,8 +306,17 @@ void tst_Evaluation::handMadeCheckpointGivesItsMatrix()
 }
 
 // The evaluation of best.pt gives the test accuracy the run recorded for that epoch, on as many images.
+void tst_Evaluation::evaluatesARunLikeItsLastEpoch_data()
+{
+    QTest::addColumn<QStringList>("devices");
+    QTest::newRow("1 replica") << QStringList{"cpu"};
+    // Each replica evaluates half the test set: evaluation.json still holds every image's answer.
+    QTest::newRow("2 replicas") << QStringList{"cpu", "cpu"};
+}
+
 void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
 {
+    QFETCH(QStringList, devices);
     QTemporaryDir runs;
     trainlab::ExperimentConfig c;
     c.name = "evaluated";
@@ -276,6 +326,9 @@ void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
     c.learningRate = 0.1;
     c.epochs = 1;
     c.cpuThreads = 2;
+    c.devices.clear();
+    for (const QString &d : devices)
+        c.devices.push_back(d.toStdString());
     trainlab::RunOptions options;
     options.runsDir = runs.path().toStdString();
     RecordingObserver observer;
@@ -294,6 +347,25 @@ void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
     QCOMPARE(total, std::int64_t(30));
     QCOMPARE(e.classes.front().name, std::string("T-shirt/top"));
     QCOMPARE(trainlab::evaluateRun(result.runDir, "last").checkpoint, std::string("checkpoint.pt"));
+
+    // The run wrote its own from its last evaluation pass: the same answers as a second pass over the checkpoint.
+    const std::string file = result.runDir + "/" + trainlab::kEvaluationFile;
+    QVERIFY2(QFile::exists(QString::fromStdString(file)), file.c_str());
+    const Evaluation saved = trainlab::evaluationFromJson(readAll(file), file);
+    QCOMPARE(saved.checkpoint, e.checkpoint);
+    QCOMPARE(saved.epoch, e.epoch);
+    QCOMPARE(saved.samples, e.samples);
+    QCOMPARE(saved.confusion, e.confusion);
+    QCOMPARE(saved.mistakes.size(), e.mistakes.size());
+    QVERIFY(!saved.mistakes.empty());
+    const trainlab::DataBundle data = trainlab::loadData(c.dataset, c.model.numClasses);
+    QCOMPARE(saved.imageHeight, int(data.test.images.size(1)));
+    for (std::size_t i = 0; i < saved.mistakes.size(); ++i) {
+        QCOMPARE(saved.mistakes[i].index, e.mistakes[i].index);
+        const torch::Tensor image = data.test.images[saved.mistakes[i].index].contiguous();
+        QCOMPARE(saved.mistakes[i].pixels, std::string(reinterpret_cast<const char *>(image.data_ptr<std::uint8_t>()),
+                                                       static_cast<std::size_t>(image.numel())));
+    }
 }
 
 void tst_Evaluation::missingCheckpointNamed()

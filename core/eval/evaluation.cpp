@@ -5,6 +5,7 @@
 #include "core/train/checkpoint.h"
 #include "core/train/model.h"
 #include "core/util/atomicfile.h"
+#include "core/util/base64.h"
 #include "core/util/numtext.h"
 
 #include <torch/torch.h>
@@ -47,7 +48,7 @@ std::vector<std::string> classNames(const ExperimentConfig &config)
 }
 
 Evaluation summarizePredictions(const std::vector<float> &logits, const std::vector<std::int64_t> &labels,
-                                const std::vector<std::string> &names, int pairs, int mistakes)
+                                const std::vector<std::string> &names, int pairs, int mistakes, int perCell)
 {
     const auto n = static_cast<std::int64_t>(labels.size());
     const auto classes = static_cast<int>(names.size());
@@ -80,7 +81,7 @@ Evaluation summarizePredictions(const std::vector<float> &logits, const std::vec
             double sum = 0.0;
             for (int c = 0; c < classes; ++c)
                 sum += std::exp(static_cast<double>(row[c]) - row[predicted]);
-            e.mistakes.push_back({i, static_cast<int>(label), predicted, 1.0 / sum});
+            e.mistakes.push_back({i, static_cast<int>(label), predicted, 1.0 / sum, {}});
         }
     }
     e.top1 = n ? static_cast<double>(top1) / static_cast<double>(n) : 0.0;
@@ -105,9 +106,30 @@ Evaluation summarizePredictions(const std::vector<float> &logits, const std::vec
         e.mostConfused.resize(static_cast<std::size_t>(std::max(0, pairs)));
     std::stable_sort(e.mistakes.begin(), e.mistakes.end(),
                      [](const Mistake &a, const Mistake &b) { return a.probability > b.probability; });
-    if (static_cast<int>(e.mistakes.size()) > mistakes)
-        e.mistakes.resize(static_cast<std::size_t>(std::max(0, mistakes)));
+    std::vector<int> inCell(static_cast<std::size_t>(classes * classes), 0);
+    std::vector<Mistake> kept;
+    for (std::size_t i = 0; i < e.mistakes.size(); ++i) {
+        const Mistake &m = e.mistakes[i];
+        int &cell = inCell[static_cast<std::size_t>(m.truth * classes + m.predicted)];
+        if (static_cast<int>(i) < mistakes || cell < perCell)
+            kept.push_back(m);
+        ++cell;
+    }
+    e.mistakes.swap(kept);
     return e;
+}
+
+void attachMistakeImages(Evaluation &e, const std::uint8_t *images, std::int64_t count, int height, int width)
+{
+    const auto size = static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
+    for (Mistake &m : e.mistakes) {
+        if (m.index < 0 || m.index >= count)
+            throw std::out_of_range("evaluation: mistake " + std::to_string(m.index) + " is outside the "
+                                    + std::to_string(count) + " test images");
+        m.pixels.assign(reinterpret_cast<const char *>(images) + static_cast<std::size_t>(m.index) * size, size);
+    }
+    e.imageHeight = height;
+    e.imageWidth = width;
 }
 
 std::string evaluationCheckpoint(const std::string &runDir, const std::string &which)
@@ -160,6 +182,9 @@ Evaluation evaluateRun(const std::string &runDir, const std::string &which)
                                         std::vector<std::int64_t>(labels.data_ptr<std::int64_t>(),
                                                                   labels.data_ptr<std::int64_t>() + labels.numel()),
                                         classNames(run.config));
+    const torch::Tensor images = data.test.images.to(torch::kUInt8).contiguous();
+    attachMistakeImages(e, images.data_ptr<std::uint8_t>(), images.size(0), static_cast<int>(images.size(1)),
+                        static_cast<int>(images.size(2)));
     e.checkpoint = fs::path(run.checkpointPath).filename().string();
     e.epoch = run.info.epoch;
     return e;
@@ -184,8 +209,16 @@ std::string evaluationJson(const Evaluation &e)
     for (const ConfusedPair &c : e.mostConfused)
         j["most_confused"].push_back({{"true", c.truth}, {"predicted", c.predicted}, {"count", c.count}});
     j["mistakes"] = json::array();
-    for (const Mistake &m : e.mistakes)
-        j["mistakes"].push_back({{"index", m.index}, {"true", m.truth}, {"predicted", m.predicted}, {"probability", m.probability}});
+    for (const Mistake &m : e.mistakes) {
+        json mistake = {{"index", m.index}, {"true", m.truth}, {"predicted", m.predicted}, {"probability", m.probability}};
+        if (!m.pixels.empty())
+            mistake["pixels"] = base64Encode(m.pixels);
+        j["mistakes"].push_back(mistake);
+    }
+    if (e.imageHeight > 0) {
+        j["image_height"] = e.imageHeight;
+        j["image_width"] = e.imageWidth;
+    }
     return j.dump(1) + "\n";
 }
 
@@ -213,12 +246,24 @@ Evaluation evaluationFromJson(const std::string &text, const std::string &origin
                                  c.at("recall").get<double>(), c.at("precision").get<double>()});
         for (const auto &c : j.at("most_confused"))
             e.mostConfused.push_back({c.at("true").get<int>(), c.at("predicted").get<int>(), c.at("count").get<std::int64_t>()});
+        e.imageHeight = j.value("image_height", 0);
+        e.imageWidth = j.value("image_width", 0);
+        if (e.imageHeight < 0 || e.imageWidth < 0 || e.imageHeight > 4096 || e.imageWidth > 4096)
+            throw std::runtime_error("image_height, image_width: from 0 to 4096");
         for (const auto &m : j.at("mistakes")) {
-            const Mistake mistake{m.at("index").get<std::int64_t>(), m.at("true").get<int>(), m.at("predicted").get<int>(),
-                                  m.at("probability").get<double>()};
+            Mistake mistake{m.at("index").get<std::int64_t>(), m.at("true").get<int>(), m.at("predicted").get<int>(),
+                            m.at("probability").get<double>(), {}};
             if (mistake.truth < 0 || mistake.predicted < 0 || static_cast<std::size_t>(mistake.truth) >= classes
                 || static_cast<std::size_t>(mistake.predicted) >= classes)
                 throw std::runtime_error("mistakes: a class outside 0.." + std::to_string(classes - 1));
+            if (m.contains("pixels")) {
+                const std::optional<std::string> pixels = base64Decode(m.at("pixels").get<std::string>());
+                if (!pixels || pixels->size() != static_cast<std::size_t>(e.imageHeight) * static_cast<std::size_t>(e.imageWidth))
+                    throw std::runtime_error("mistakes: image of test image " + std::to_string(mistake.index) + " is not "
+                                             + std::to_string(e.imageHeight) + " x " + std::to_string(e.imageWidth)
+                                             + " bytes of base64");
+                mistake.pixels = *pixels;
+            }
             e.mistakes.push_back(mistake);
         }
         return e;
@@ -245,6 +290,14 @@ std::string formatEvaluation(const Evaluation &e)
         for (const ConfusedPair &c : e.mostConfused)
             out += "  " + e.classNames[static_cast<std::size_t>(c.truth)] + " -> "
                    + e.classNames[static_cast<std::size_t>(c.predicted)] + ": " + std::to_string(c.count) + "\n";
+    }
+    if (!e.mistakes.empty()) {
+        out += "\nmost confident mistakes (test image: true -> predicted, probability):\n";
+        for (std::size_t i = 0; i < std::min<std::size_t>(5, e.mistakes.size()); ++i) {
+            const Mistake &m = e.mistakes[i];
+            out += "  #" + std::to_string(m.index) + ": " + e.classNames[static_cast<std::size_t>(m.truth)] + " -> "
+                   + e.classNames[static_cast<std::size_t>(m.predicted)] + ", " + formatFixed(m.probability, 3) + "\n";
+        }
     }
     out += "\nconfusion matrix (rows: true class, columns: predicted)\n" + std::string(4, ' ');
     for (std::size_t c = 0; c < e.classNames.size(); ++c)

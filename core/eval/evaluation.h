@@ -32,6 +32,7 @@ struct Mistake
     int truth = 0;
     int predicted = 0;
     double probability = 0.0;
+    std::string pixels;             // the image, Evaluation::imageHeight x imageWidth bytes row-major; "" if not kept
 };
 
 // A model's answers on a test set: what the window's Evaluation view and `trainlab-cli evaluate` show.
@@ -47,22 +48,28 @@ struct Evaluation
     std::vector<ClassStats> classes;
     std::vector<ConfusedPair> mostConfused;             // off the diagonal, largest first
     std::vector<Mistake> mistakes;                       // most confident first
+    int imageHeight = 0, imageWidth = 0;                 // of the mistakes' pixels; 0 when they have none
 };
 
 // Fashion-MNIST's ten names for that dataset (the real one and the sample), else "0", "1", ...
 std::vector<std::string> classNames(const ExperimentConfig &config);
 
 // From logits (N rows of C = names.size() values, row-major) and N labels: the matrix, per-class figures,
-// top-1/top-3, the `pairs` most confused pairs and the `mistakes` most confident mistakes. No LibTorch here:
-// the CLI and the window include this header.
+// top-1/top-3, the `pairs` most confused pairs, and as mistakes the `mistakes` most confident ones together with
+// each confusion cell's `perCell` most confident (so the gallery can show any cell). No LibTorch here: the CLI
+// and the window include this header.
 Evaluation summarizePredictions(const std::vector<float> &logits, const std::vector<std::int64_t> &labels,
-                                const std::vector<std::string> &names, int pairs = 5, int mistakes = 32);
+                                const std::vector<std::string> &names, int pairs = 5, int mistakes = 64, int perCell = 3);
+// Copies each mistake's image from the test set's images (count x height x width bytes, row-major), so that
+// evaluation.json shows them without the dataset.
+void attachMistakeImages(Evaluation &e, const std::uint8_t *images, std::int64_t count, int height, int width);
 
 // Which checkpoint of a run folder: "best" (best.pt), "last" (checkpoint.pt), or "" for best.pt where the
 // run has one, else checkpoint.pt. Throws naming the file when it is missing.
 std::string evaluationCheckpoint(const std::string &runDir, const std::string &which);
 
-// Loads the run's configuration, its test set and the checkpoint on the CPU and evaluates every test image.
+// Loads the run's configuration, its test set and the checkpoint on the CPU and evaluates every test image
+// (the mistakes with their images).
 // Throws runtime_error naming the file or field at fault.
 Evaluation evaluateRun(const std::string &runDir, const std::string &which = "");
 

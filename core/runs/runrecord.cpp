@@ -388,6 +388,18 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
         tensorBoard([&] { m_tensorBoard->epoch(m); });
 }
 
+bool RunRecord::saveEvaluation(Evaluation e)
+{
+    if (e.epoch > 0 && e.epoch == m_summary.bestCheckpointEpoch)
+        e.checkpoint = "best.pt";
+    else if (e.epoch > 0 && e.epoch == m_summary.checkpointEpoch)
+        e.checkpoint = "checkpoint.pt";
+    else
+        return false;
+    writeFileAtomic(m_dir + "/" + kEvaluationFile, evaluationJson(e));
+    return true;
+}
+
 void RunRecord::finish(const RunResult &result)
 {
     m_summary.status = result.status == RunStatus::Completed ? "completed" : toString(result.status);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/eval/evaluation.h"
 #include "core/sweeps/sweep.h"
 #include "core/train/observer.h"
 
@@ -74,6 +75,9 @@ public:
     // Checkpoint first (checkpoint.pt, best.pt when it is the best epoch), then metrics.csv, then
     // summary.json, each replaced atomically: the record never claims an epoch the checkpoint does not hold.
     void commitEpoch(const EpochMetrics &metrics, const std::string &checkpointBytes);
+    // evaluation.json for the checkpoint that holds e.epoch's weights (best.pt where it does, else checkpoint.pt),
+    // written atomically; false (nothing written) when no checkpoint holds them. Throws when it cannot write.
+    bool saveEvaluation(Evaluation e);
     void finish(const RunResult &result);
     // True when the run folder was deleted or moved away while this record held it.
     bool folderGone() const;

@@ -201,6 +201,7 @@ private:
     bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     bool replayUpdate();
     double evaluate(int epoch);
+    void saveEvaluation();
     void fail(const std::string &error);
     std::string who() const { return "rank " + std::to_string(m_rank) + " (" + m_deviceId + "): "; }
     void injectFault(RunOptions::FaultPoint point, long when, const std::string &where);
@@ -248,6 +249,9 @@ private:
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0;
     TimeSplit m_time;
+    // The last evaluation's logits of every test image (summed over ranks), for evaluation.json at the end.
+    torch::Tensor m_lastLogits;
+    int m_lastEvaluatedEpoch = 0;
 };
 
 void Replica::fail(const std::string &error)
@@ -670,6 +674,38 @@ bool Replica::replayUpdate()
 #endif
 }
 
+// The confusion matrix and mistakes of the last evaluation pass, saved beside the checkpoint that holds its
+// weights: no second pass over the test set. Never fails the run; the log says what happened.
+void Replica::saveEvaluation()
+{
+    if (m_rank != 0 || !m_world.record || m_lastEvaluatedEpoch == 0 || !m_failure.empty())
+        return;
+    try {
+        const torch::Tensor logits = m_lastLogits.to(torch::kCPU).contiguous();
+        const torch::Tensor labels = m_testLabels.to(torch::kCPU).to(torch::kLong).contiguous();
+        const torch::Tensor images = m_testImages.to(torch::kCPU).to(torch::kUInt8).contiguous();
+        Evaluation e = summarizePredictions(
+            std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel()),
+            std::vector<std::int64_t>(labels.data_ptr<std::int64_t>(), labels.data_ptr<std::int64_t>() + labels.numel()),
+            classNames(m_world.config));
+        attachMistakeImages(e, images.data_ptr<std::uint8_t>(), images.size(0), static_cast<int>(images.size(1)),
+                            static_cast<int>(images.size(2)));
+        e.epoch = m_lastEvaluatedEpoch;
+        if (!m_world.record->saveEvaluation(e))
+            return;
+        std::string line = "evaluation: " + std::string(kEvaluationFile) + " of epoch " + std::to_string(e.epoch)
+                           + ", top-3 " + formatFixed(e.top3, 4);
+        if (!e.mostConfused.empty()) {
+            const ConfusedPair &p = e.mostConfused.front();
+            line += ", most confused " + e.classNames[static_cast<std::size_t>(p.truth)] + " -> "
+                    + e.classNames[static_cast<std::size_t>(p.predicted)] + " (" + std::to_string(p.count) + ")";
+        }
+        log(line);
+    } catch (const std::exception &e) {
+        log("evaluation: " + std::string(kEvaluationFile) + " not written: " + errorText(e));
+    }
+}
+
 double Replica::evaluate(int epoch)
 {
     // BatchNorm statistics differ per replica after training: average them first.
@@ -680,8 +716,12 @@ double Replica::evaluate(int epoch)
     const std::int64_t world = m_world.worldSize;
     const std::int64_t begin = n * m_rank / world, end = n * (m_rank + 1) / world;
     const std::int64_t batch = std::max<std::int64_t>(1, m_world.config.batchSize / world);
-    // Correct, seen, and an error slot, so a rank that fails here still joins the sum (float: exact to 2^24 images).
-    torch::Tensor counts = torch::zeros({3}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+    // Correct, seen, and an error slot, so a rank that fails here still joins the sum (float: exact to 2^24 images),
+    // then every test image's logits, zero outside this rank's slice: one sum gives each rank all of them, exactly.
+    const std::int64_t classes = m_world.config.model.numClasses;
+    torch::Tensor slots = torch::zeros({3 + n * classes}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+    torch::Tensor counts = slots.slice(0, 0, 3);
+    torch::Tensor logits = slots.slice(0, 3).view({n, classes});
     // A rank that failed after the epoch's last slots says so here, where every rank joins the sum.
     if (!m_failure.empty()) {
         counts[2] = 1.0;
@@ -694,7 +734,9 @@ double Replica::evaluate(int epoch)
                 const std::int64_t stop = std::min(end, i + batch);
                 const torch::Tensor x = input(m_testImages.slice(0, i, stop));
                 const torch::Tensor y = m_testLabels.slice(0, i, stop);
-                counts[0] += m_model->forward(x).argmax(1).eq(y).sum().to(torch::kFloat32);
+                const torch::Tensor out = m_model->forward(x).to(torch::kFloat32);
+                logits.slice(0, i, stop).copy_(out);
+                counts[0] += out.argmax(1).eq(y).sum().to(torch::kFloat32);
             }
             counts[1] = static_cast<float>(end - begin);
         } catch (const std::exception &e) {
@@ -703,7 +745,7 @@ double Replica::evaluate(int epoch)
         }
     }
     if (m_collective)
-        m_collective->allreduceSum(counts);
+        m_collective->allreduceSum(slots);
     const PendingControl pending = sendToHost(counts, 0);
     const float *c = pending.wait();
     if (c[2] > 0) {
@@ -711,6 +753,8 @@ double Replica::evaluate(int epoch)
             m_failure = "stopped because " + failedRank();
         return 0.0;
     }
+    m_lastLogits = logits;
+    m_lastEvaluatedEpoch = epoch;
     return static_cast<double>(c[0]) / static_cast<double>(c[1]);
 }
 
@@ -783,6 +827,7 @@ void Replica::run()
     } catch (const std::exception &e) {
         m_failure = who() + errorText(e);
     }
+    saveEvaluation();
     // A failed NCCL world is aborted so no peer and no watchdog keeps waiting on its communicators.
     if (!m_failure.empty() && m_collective)
         m_collective->abort();
