@@ -13,7 +13,10 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QPixmap>
+#include <QAction>
+#include <QImage>
 #include <QLabel>
+#include <QListWidget>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
@@ -89,6 +92,11 @@ void tst_EvaluationView::showsTheRunsEvaluation()
     trainlab::Evaluation e = trainlab::summarizePredictions(logits, {0, 0, 0, 1, 1, 1, 1, 2}, {"a", "b", "c"});
     e.checkpoint = "best.pt";
     e.epoch = 3;
+    // 8 test images of 2 x 2 pixels, image i all of value 10 * i.
+    std::string images;
+    for (int i = 0; i < 8; ++i)
+        images += std::string(4, static_cast<char>(10 * i));
+    trainlab::attachMistakeImages(e, reinterpret_cast<const std::uint8_t *>(images.data()), 8, 2, 2);
     QTemporaryDir run;
     trainlab::writeFileAtomic(QDir(run.path()).filePath(QStringLiteral("evaluation.json")).toStdString(),
                               trainlab::evaluationJson(e));
@@ -101,7 +109,7 @@ void tst_EvaluationView::showsTheRunsEvaluation()
     QCOMPARE(m->horizontalHeaderItem(2)->text(), QStringLiteral("2"));
     QCOMPARE(m->verticalHeaderItem(2)->text(), QStringLiteral("2 c"));
     QCOMPARE(m->item(1, 2)->text(), QStringLiteral("2"));
-    QCOMPARE(m->item(1, 2)->toolTip(), QStringLiteral("true b, predicted c: 2 of 4 (50.0%)"));
+    QCOMPARE(m->item(1, 2)->toolTip(), QStringLiteral("true b, predicted c: 2 of 4 (50.0%); click to see these mistakes"));
     QCOMPARE(m->item(0, 0)->text(), QStringLiteral("3"));
     // Deeper colour for a larger share of the true class.
     QVERIFY(m->item(0, 0)->background().color().alphaF() > m->item(1, 2)->background().color().alphaF());
@@ -115,7 +123,64 @@ void tst_EvaluationView::showsTheRunsEvaluation()
     QCOMPARE(bars->barSets().at(0)->at(1), 0.5);      // b's accuracy
     QCOMPARE(bars->barSets().at(1)->at(2), 1.0 / 3);  // c's precision
 
+    // The gallery: both mistakes (b taken for c), their own pixels; a cell of the matrix filters it.
+    QListWidget *gallery = view.gallery();
+    QCOMPARE(gallery->count(), 2);
+    QCOMPARE(gallery->item(0)->icon().pixmap(QSize(6, 6)).toImage().pixelColor(1, 1).red(), 50);
+    QVERIFY2(gallery->item(0)->text().startsWith(QStringLiteral("b → c")), qPrintable(gallery->item(0)->text()));
+    QVERIFY2(gallery->item(1)->toolTip().startsWith(QStringLiteral("test image #6: true b, predicted c")),
+             qPrintable(gallery->item(1)->toolTip()));
+    const auto visible = [gallery] {
+        int n = 0;
+        for (int i = 0; i < gallery->count(); ++i)
+            n += gallery->item(i)->isHidden() ? 0 : 1;
+        return n;
+    };
+    Q_EMIT m->cellClicked(0, 1);
+    QCOMPARE(visible(), 0);
+    const QString label = view.findChild<QLabel *>(QStringLiteral("galleryLabel"))->text();
+    QCOMPARE(label, QStringLiteral("a taken for b: 0 of 0 shown"));
+    Q_EMIT m->cellClicked(1, 2);
+    QCOMPARE(visible(), 2);
+    view.filterGallery(2, 0);
+    QCOMPARE(visible(), 0);
+    Q_EMIT m->cellClicked(2, 2);   // the diagonal: all again
+    QCOMPARE(visible(), 2);
+
+    // Row-normalised: percent of the true class.
+    view.setRowNormalized(true);
+    QCOMPARE(m->item(1, 2)->text(), QStringLiteral("50"));
+    QCOMPARE(m->item(0, 0)->text(), QStringLiteral("100"));
+    view.setRowNormalized(false);
+    QCOMPARE(m->item(1, 2)->text(), QStringLiteral("2"));
+
+    // Exports: PNG, SVG (with the counts as text), the per-class table as CSV.
+    QTemporaryDir out;
+    QString error;
+    const QString png = out.filePath(QStringLiteral("m.png")), svg = out.filePath(QStringLiteral("m.svg")),
+                  csv = out.filePath(QStringLiteral("c.csv"));
+    QVERIFY2(view.saveMatrix(png, &error), qPrintable(error));
+    QImage written(png);
+    QVERIFY(!written.isNull());
+    QVERIFY(written.width() > 300 && written.height() > 200);
+    QVERIFY2(view.saveMatrix(svg, &error), qPrintable(error));
+    QFile svgFile(svg);
+    QVERIFY(svgFile.open(QIODevice::ReadOnly));
+    const QByteArray svgText = svgFile.readAll();
+    QVERIFY(svgText.contains("<svg"));
+    QVERIFY(svgText.contains(">2 c<"));
+    QVERIFY2(view.savePerClassCsv(csv, &error), qPrintable(error));
+    QFile csvFile(csv);
+    QVERIFY(csvFile.open(QIODevice::ReadOnly));
+    QCOMPARE(csvFile.readAll(), QByteArray("class,name,support,predicted,correct,accuracy,precision\n"
+                                           "0,\"a\",3,3,3,1.000000,1.000000\n"
+                                           "1,\"b\",4,2,2,0.500000,1.000000\n"
+                                           "2,\"c\",1,3,1,1.000000,0.333333\n"));
+    QVERIFY(!view.saveMatrix(out.filePath(QStringLiteral("missing/m.png")), &error));
+    QVERIFY2(error.contains(QStringLiteral("missing/m.png: cannot write")), qPrintable(error));
+
     view.setRunDir(QString());
+    QCOMPARE(gallery->count(), 0);
     QCOMPARE(m->rowCount(), 0);
     QVERIFY(!view.evaluation().has_value());
 }
@@ -139,7 +204,15 @@ void tst_EvaluationView::evaluatesOnAWorker()
     EvaluationView view;
     QSignalSpy done(&view, &EvaluationView::evaluated);
     view.setRunDir(dir);
-    QVERIFY(view.evaluate());
+    // The run left its own evaluation.json: shown at once, the gallery with it.
+    QVERIFY(view.evaluation().has_value());
+    QCOMPARE(view.evaluation()->checkpoint, std::string("best.pt"));
+    QCOMPARE(view.gallery()->count(), int(view.evaluation()->mistakes.size()));
+    QFile::remove(QDir(dir).filePath(QStringLiteral("evaluation.json")));
+    view.reload();
+    QVERIFY(!view.evaluation().has_value());
+    // History's "Evaluate Model" is the same work as the button.
+    view.evaluateAction()->trigger();
     QVERIFY(view.isEvaluating());
     QVERIFY(!view.evaluate());   // one at a time
     QVERIFY(done.wait(timeLimitMs(60000)));

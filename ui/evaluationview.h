@@ -7,19 +7,25 @@
 
 #include <optional>
 
+class QAction;
 class QChartView;
+class QCheckBox;
 class QLabel;
+class QListWidget;
+class QPainter;
 class QPushButton;
 class QTableWidget;
 class QThread;
+class QToolButton;
 
 namespace trainlab {
 
 // "Evaluation": the selected run's model on its test set, from its evaluation.json: the confusion matrix as a
 // heatmap (counts, coloured by the share of the true class, a tooltip per cell), accuracy and precision per class
-// as bars, top-1/top-3 and the most confused pairs. "Evaluate" computes it on a worker thread where the run has
-// none yet (or again, after a resume). From here the run's model also classifies the user's pictures and goes to
-// PyTorch as a state_dict.
+// as bars, top-1/top-3 and the most confused pairs, and a gallery of the most confident mistakes (a cell of the
+// matrix filters it). Every run writes its evaluation.json when it ends; "Evaluate" computes one on a worker thread
+// for older runs. The matrix exports as PNG or SVG, the per-class table as CSV. From here the run's model also
+// classifies the user's pictures and goes to PyTorch as a state_dict.
 class EvaluationView : public QWidget
 {
     Q_OBJECT
@@ -30,6 +36,10 @@ public:
 
     // The run folder to show; "" shows nothing. Reads evaluation.json if the run has one.
     void setRunDir(const QString &dir);
+    // Reads the current run's evaluation.json again (a run that just ended wrote it); not while evaluating.
+    void reload();
+    // "Evaluate Model": for History's menus; evaluates the current run.
+    QAction *evaluateAction() const { return m_evaluateAction; }
     QString runDir() const { return m_runDir; }
     // Starts the evaluation of the current run on a worker thread; false if none is selected or one is running.
     bool evaluate();
@@ -40,6 +50,15 @@ public:
     class ClassifyDialog *openClassifyDialog();
     const std::optional<Evaluation> &evaluation() const { return m_evaluation; }
     QTableWidget *matrix() const { return m_matrix; }
+    QListWidget *gallery() const { return m_gallery; }
+    // Shows in the gallery only the mistakes of true class `truth` taken for `predicted`; (-1, -1) shows all.
+    void filterGallery(int truth, int predicted);
+    // Cells show the share of their true class instead of counts.
+    void setRowNormalized(bool on);
+    // The matrix as an image (.svg: SVG, else PNG) and the per-class table as CSV, each written atomically;
+    // false with *error naming the file.
+    bool saveMatrix(const QString &path, QString *error) const;
+    bool savePerClassCsv(const QString &path, QString *error) const;
 
 Q_SIGNALS:
     void evaluated(const QString &runDir);
@@ -49,6 +68,10 @@ Q_SIGNALS:
 
 private:
     void showEvaluation(const Evaluation &e);
+    void fillMatrix();
+    void fillGallery();
+    void paintMatrix(QPainter &painter, const QSize &size) const;
+    void exportDialog(bool csv);
     void showMessage(const QString &text);
     void finished(const QString &dir, const std::optional<Evaluation> &result, const QString &error);
     void exportFinished(const QString &message);
@@ -63,6 +86,13 @@ private:
     QPushButton *m_exportButton;
     QTableWidget *m_matrix;
     QChartView *m_classChart;
+    QCheckBox *m_rowNormalized;
+    QToolButton *m_exportEvaluation;
+    QLabel *m_galleryLabel;
+    QPushButton *m_showAll;
+    QListWidget *m_gallery;
+    QAction *m_evaluateAction;
+    int m_filterTruth = -1, m_filterPredicted = -1;
 };
 
 } // namespace trainlab

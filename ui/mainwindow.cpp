@@ -135,6 +135,7 @@ void MainWindow::buildLayout()
     tabs->addTab(m_runPanel->log(), tr("&Log"));
     tabs->addTab(m_timeView, tr("&Time"));
     tabs->addTab(m_evaluationView, tr("E&valuation"));
+    connect(m_evaluationView->evaluateAction(), &QAction::triggered, tabs, [this, tabs] { tabs->setCurrentWidget(m_evaluationView); });
 
     // The chart is what the window is for: it keeps most of the height.
     auto *right = new QSplitter(Qt::Vertical);
@@ -170,7 +171,9 @@ void MainWindow::buildMenus()
 {
     // Built first so the File menu can share its export action.
     auto *history = new QMenu(tr("&History"), this);
-    m_historyPanel->addActions(history, {m_resumeActions->resumeAction(), m_resumeActions->continueAction()});
+    m_historyPanel->addActions(history, {m_resumeActions->resumeAction(), m_resumeActions->continueAction(),
+                                         m_evaluationView->evaluateAction()});
+    history->insertAction(history->actions().value(0), m_evaluationView->evaluateAction());
 
     QMenu *file = menuBar()->addMenu(tr("&File"));
     m_file->addActions(file);
@@ -458,6 +461,7 @@ void MainWindow::onIdle()
     m_activeRunDir.clear();
     m_historyPanel->setActiveRunDir(QString());
     m_historyPanel->refresh();
+    m_evaluationView->reload();   // the run that ended wrote its evaluation.json
     m_runPanel->onIdle();
     updateActions();
     Q_EMIT runEnded(m_lastResult);
