@@ -111,6 +111,10 @@ EvaluationView::EvaluationView(QWidget *parent)
     m_matrix->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_matrix->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     m_matrix->verticalHeader()->setMinimumSectionSize(14);
+    m_matrix->horizontalHeader()->setMinimumSectionSize(14);
+    QFont smaller = m_matrix->font();
+    smaller.setPointSizeF(smaller.pointSizeF() * 0.85);
+    m_matrix->setFont(smaller);
     m_matrix->setToolTip(tr("Rows: true class; columns: predicted class; colour: share of the true class"));
     m_classChart->setObjectName(QStringLiteral("classChart"));
     m_classChart->setRenderHint(QPainter::Antialiasing);
@@ -132,8 +136,8 @@ EvaluationView::EvaluationView(QWidget *parent)
     m_showAll->setObjectName(QStringLiteral("showAllMistakes"));
     m_gallery->setObjectName(QStringLiteral("mistakesGallery"));
     m_gallery->setViewMode(QListView::IconMode);
-    m_gallery->setIconSize(QSize(84, 84));
-    m_gallery->setGridSize(QSize(112, 124));
+    m_gallery->setIconSize(QSize(56, 56));
+    m_gallery->setGridSize(QSize(104, 96));
     m_gallery->setResizeMode(QListView::Adjust);
     m_gallery->setMovement(QListView::Static);
     m_gallery->setWordWrap(true);
@@ -156,13 +160,13 @@ EvaluationView::EvaluationView(QWidget *parent)
     auto *galleryTop = new QHBoxLayout;
     galleryTop->addWidget(m_galleryLabel, 1);
     galleryTop->addWidget(m_showAll);
-    auto *galleryColumn = new QVBoxLayout;
-    galleryColumn->addLayout(galleryTop);
-    galleryColumn->addWidget(m_gallery, 1);
+    auto *rightColumn = new QVBoxLayout;
+    rightColumn->addWidget(m_classChart, 1);
+    rightColumn->addLayout(galleryTop);
+    rightColumn->addWidget(m_gallery, 1);
     auto *body = new QHBoxLayout;
-    body->addLayout(matrixColumn, 5);
-    body->addWidget(m_classChart, 3);
-    body->addLayout(galleryColumn, 3);
+    body->addLayout(matrixColumn, 3);
+    body->addLayout(rightColumn, 2);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->addLayout(top);
@@ -379,7 +383,7 @@ void EvaluationView::showEvaluation(const Evaluation &e)
     x->append(numbers);
     auto *y = new QValueAxis;
     y->setRange(0.0, 1.0);
-    y->setTickCount(6);
+    y->setTickCount(3);
     y->setLabelFormat(QStringLiteral("%.1f"));
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
@@ -440,8 +444,8 @@ void EvaluationView::fillGallery()
         if (!m.pixels.empty()) {
             const QImage image(reinterpret_cast<const uchar *>(m.pixels.data()), e.imageWidth, e.imageHeight, e.imageWidth,
                                QImage::Format_Grayscale8);
-            // Pixels stay pixels: three times larger, no smoothing.
-            item->setIcon(QIcon(QPixmap::fromImage(image.scaled(e.imageWidth * 3, e.imageHeight * 3))));
+            // Pixels stay pixels: twice as large, no smoothing.
+            item->setIcon(QIcon(QPixmap::fromImage(image.scaled(e.imageWidth * 2, e.imageHeight * 2))));
         }
         item->setToolTip(tr("test image #%1: true %2, predicted %3 with probability %4")
                              .arg(m.index)
@@ -471,7 +475,7 @@ void EvaluationView::filterGallery(int truth, int predicted)
     if (e.mistakes.empty()) {
         m_galleryLabel->setText(tr("No mistakes kept: %1").arg(e.samples && e.top1 >= 1.0 ? tr("every test image is right.") : tr("Evaluate again to see them.")));
     } else if (truth < 0) {
-        m_galleryLabel->setText(tr("The %1 most confident mistakes and each cell's likeliest; click a cell of the matrix to see its own.").arg(m_gallery->count()));
+        m_galleryLabel->setText(tr("Mistakes, most confident first (%1): click a cell to see its own").arg(m_gallery->count()));
     } else {
         const auto count = e.confusion[static_cast<std::size_t>(truth)][static_cast<std::size_t>(predicted)];
         m_galleryLabel->setText(tr("%1 taken for %2: %3 of %4 shown")
@@ -495,17 +499,20 @@ void EvaluationView::paintMatrix(QPainter &painter, const QSize &size) const
     const Evaluation &e = *m_evaluation;
     const int n = static_cast<int>(e.classNames.size());
     const bool normalized = m_rowNormalized->isChecked();
-    const int label = 130, header = 56, cell = (size.width() - label - 12) / std::max(1, n);
+    const int label = 130, header = 74, cell = (size.width() - label - 12) / std::max(1, n);
     painter.fillRect(QRect(QPoint(0, 0), size), Qt::white);
     painter.setPen(Qt::black);
     QFont font = painter.font();
     font.setPixelSize(13);
     painter.setFont(font);
-    painter.drawText(QRect(8, 4, size.width() - 16, 22), Qt::AlignLeft | Qt::AlignVCenter,
-                     tr("%1 of %2 (epoch %3): top-1 %4. Rows: true class; columns: predicted%5")
+    painter.drawText(QRect(8, 4, size.width() - 16, 20), Qt::AlignLeft | Qt::AlignVCenter,
+                     tr("%1, %2 (epoch %3): top-1 %4")
                          .arg(QFileInfo(m_runDir).fileName(), QString::fromStdString(e.checkpoint))
                          .arg(e.epoch)
-                         .arg(pct(e.top1), normalized ? tr(" (% of the row)") : QString()));
+                         .arg(pct(e.top1)));
+    painter.drawText(QRect(8, 24, size.width() - 16, 20), Qt::AlignLeft | Qt::AlignVCenter,
+                     normalized ? tr("Rows: true class; columns: predicted; % of the row")
+                                : tr("Rows: true class; columns: predicted; test images"));
     for (int c = 0; c < n; ++c)
         painter.drawText(QRect(label + c * cell, header - 24, cell, 22), Qt::AlignCenter, QString::number(c));
     for (int r = 0; r < n; ++r) {
@@ -537,7 +544,7 @@ bool EvaluationView::saveMatrix(const QString &path, QString *error) const
         return false;
     }
     const int n = static_cast<int>(m_evaluation->classNames.size());
-    const QSize size(130 + 12 + 52 * n, 56 + 52 * n + 8);
+    const QSize size(130 + 12 + 52 * n, 74 + 52 * n + 8);
     QSaveFile file(path);
     if (!file.open(QIODevice::WriteOnly)) {
         if (error)
