@@ -2,6 +2,9 @@
 #include "core/data/idx.h"
 #include "core/util/sha256.h"
 #include "ui/experimentform.h"
+#include "ui/schedulepreview.h"
+
+#include "core/train/schedule.h"
 #include "ui/launchdialog.h"
 
 #include "httpserver.h"
@@ -22,6 +25,7 @@
 
 using trainlab::ExperimentConfig;
 using trainlab::ExperimentForm;
+using trainlab::SchedulePreview;
 
 Q_DECLARE_METATYPE(trainlab::ExperimentConfig)
 
@@ -39,6 +43,7 @@ private Q_SLOTS:
     void learningRateText_data();
     void learningRateText();
     void perDeviceBatch();
+    void schedulePreviewFollowsTheForm();
     void datasetStatus();
     void downloadDataset_data();
     void downloadDataset();
@@ -231,6 +236,39 @@ void tst_ExperimentForm::perDeviceBatch()
     field<QListWidget>(form, "devices")->item(0)->setCheckState(Qt::Unchecked);
     QVERIFY(!replicas->isEnabled());
     QVERIFY(form.problems().join('\n').contains(QLatin1String("devices: must list at least one device")));
+}
+
+// The preview is core's learningRateAt as the form stands, redrawn as the user types.
+void tst_ExperimentForm::schedulePreviewFollowsTheForm()
+{
+    ExperimentForm form;
+    ExperimentConfig c;
+    c.learningRate = 0.2;
+    c.epochs = 4;
+    form.setConfig(c);
+    SchedulePreview *preview = form.schedulePreview();
+    QList<QPointF> points = preview->points();
+    QVERIFY(points.size() > 100);
+    QCOMPARE(points.first().x(), 0.0);
+    QCOMPARE(points.last().x(), 4.0);
+    for (const QPointF &p : points)
+        QCOMPARE(p.y(), 0.2);   // constant: the chapter's
+
+    field<QComboBox>(form, "schedule")->setCurrentText(QStringLiteral("cosine"));
+    auto *warmup = field<QLineEdit>(form, "warmupEpochs");
+    warmup->selectAll();
+    QTest::keyClicks(warmup, QStringLiteral("1"));
+    points = preview->points();
+    const auto peak = std::max_element(points.begin(), points.end(), [](QPointF a, QPointF b) { return a.y() < b.y(); });
+    QVERIFY(qAbs(peak->x() - 1.0) < 0.05);             // warm-up ends after epoch 1
+    QVERIFY(qAbs(peak->y() - 0.2) < 1e-9);
+    QVERIFY(points.first().y() < 0.01);                 // rises from near 0
+    QVERIFY(points.last().y() < 0.01);                  // cosine falls to 0 at the end
+    const ExperimentConfig now = form.config();
+    const int mid = static_cast<int>(points.size() / 2);
+    const std::int64_t perEpoch = (points.size() - 1) / 4;
+    QCOMPARE(points[mid].y(), trainlab::learningRateAt(now, mid, perEpoch));
+    QVERIFY2(preview->caption().contains(QStringLiteral("cosine")), qPrintable(preview->caption()));
 }
 
 void tst_ExperimentForm::datasetStatus()

@@ -1,5 +1,7 @@
 #include "ui/experimentform.h"
 
+#include "ui/schedulepreview.h"
+
 #include "core/data/idx.h"
 #include "core/train/devices.h"
 #include "ui/datasetdownload.h"
@@ -101,6 +103,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
     , m_schedule(new QComboBox)
+    , m_schedulePreview(new SchedulePreview)
     , m_warmup(lineEdit("warmupEpochs", tr("epochs, e.g. 1 or 0.5")))
     , m_nesterov(new QCheckBox(tr("Nesterov momentum")))
     , m_labelSmoothing(lineEdit("labelSmoothing", tr("0, or e.g. 0.1")))
@@ -200,6 +203,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(QString(), m_nesterov);
     advancedForm->addRow(tr("Sc&hedule:"), m_schedule);
     advancedForm->addRow(tr("&Warm-up epochs:"), m_warmup);
+    advancedForm->addRow(QString(), m_schedulePreview);
     advancedForm->addRow(tr("&Label smoothing:"), m_labelSmoothing);
     advancedForm->addRow(tr("Early stop &patience (0: off):"), m_patience);
     m_flip->setObjectName(QStringLiteral("flip"));
@@ -319,6 +323,9 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
         m_schedule->addItem(schedule);
     m_schedule->setCurrentText(schedule);
     m_warmup->setText(shortest(config.schedule.warmupEpochs));
+    // A recipe beyond the chapter's shows its schedule (and the preview) as it opens.
+    if ((config.schedule.kind != "constant" || config.schedule.warmupEpochs > 0) && m_advancedToggle)
+        m_advancedToggle->setChecked(true);
     m_labelSmoothing->setText(shortest(config.labelSmoothing));
     m_patience->setValue(config.earlyStopping.patience);
     m_flip->setChecked(config.augmentation.flip);
@@ -459,6 +466,7 @@ void ExperimentForm::onEdited()
 
 void ExperimentForm::refreshDerived()
 {
+    m_schedulePreview->setConfig(config());
     const int kind = m_datasetKind->currentIndex();
     const bool folder = kind == kFolderKind;
     m_datasetPath->setVisible(folder);

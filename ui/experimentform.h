@@ -19,6 +19,8 @@ class QSpinBox;
 
 namespace trainlab {
 
+class SchedulePreview;
+
 // The experiment being edited: every field of an ExperimentConfig, checked by the core's validate().
 class ExperimentForm : public QWidget
 {
@@ -30,6 +32,7 @@ public:
     // Keys the form has no field for (model, timeout) are kept as given.
     void setConfig(const ExperimentConfig &config);
     ExperimentConfig config() const;
+    SchedulePreview *schedulePreview() const { return m_schedulePreview; }
     // Text that does not parse, then the core's validate(); each "key: what is wrong, got value".
     QStringList problems() const;
     bool isValid() const { return m_problemsList.isEmpty(); }
@@ -87,6 +90,7 @@ private:
     QLineEdit *m_weightDecay;
     QComboBox *m_precision;
     QComboBox *m_schedule;
+    SchedulePreview *m_schedulePreview;
     QLineEdit *m_warmup;
     QCheckBox *m_nesterov;
     QLineEdit *m_labelSmoothing;
