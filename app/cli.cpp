@@ -156,7 +156,7 @@ int runsCommand(const trainlab::CliArgs &args)
         std::printf("no runs in %s\n", dir.c_str());
         return 0;
     }
-    std::printf("%-44s %-12s %-9s %-8s %s\n", "RUN", "STATUS", "EPOCHS", "BEST", "NOTE");
+    std::printf("%-44s %-12s %-9s %-8s %-18s %s\n", "RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "NOTE");
     for (const auto &r : runs) {
         const std::string name = std::filesystem::path(r.dir).filename().string();
         const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
@@ -170,7 +170,16 @@ int runsCommand(const trainlab::CliArgs &args)
         char best[32] = "-";
         if (r.epochsDone > 0)
             std::snprintf(best, sizeof best, "%.4f", r.bestTestAcc);
-        std::printf("%-44s %-12s %-9s %-8s %s\n", name.c_str(), r.status.c_str(), epochs.c_str(), best, note.c_str());
+        std::string toTarget = "-";
+        if (r.epochsDone > 0 && r.status != "unreadable") {
+            try {
+                toTarget = trainlab::formatTimeToTarget(trainlab::timeToTarget(trainlab::readMetrics(r.dir), trainlab::kDefaultTargetAccuracy));
+            } catch (const std::exception &) {
+                // metrics.csv unreadable: the run's own line says enough
+            }
+        }
+        std::printf("%-44s %-12s %-9s %-8s %-18s %s\n", name.c_str(), r.status.c_str(), epochs.c_str(), best, toTarget.c_str(),
+                    note.c_str());
     }
     return 0;
 }

@@ -4,6 +4,7 @@
 #include "ui/runhistorymodel.h"
 
 #include <QAction>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QMenu>
 #include <QMessageBox>
@@ -24,6 +25,7 @@ private Q_SLOTS:
     void activeRunCannotBeDeleted();
     void exportsSelectedMetrics();
     void useConfigurationAsks();
+    void timeToTargetColumn();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc);
@@ -123,6 +125,28 @@ void tst_HistoryPanel::useConfigurationAsks()
     panel.table()->selectRow(0);
     menu.actions().first()->trigger();
     QCOMPARE(used, QStringList{QStringLiteral("reuse me")});
+}
+
+// DAWNBench's column: each fake epoch takes 1 s; the box under the table moves the target.
+void tst_HistoryPanel::timeToTargetColumn()
+{
+    const QString slow = fakeRun(QStringLiteral("slow"), {0.5, 0.85, 0.92});
+    const QString never = fakeRun(QStringLiteral("never"), {0.3});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    auto *model = panel.model();
+    const auto cell = [model](const QString &dir) {
+        return model->data(model->index(model->rowOfDir(dir), trainlab::RunHistoryModel::ToTarget)).toString();
+    };
+    QCOMPARE(model->headerData(trainlab::RunHistoryModel::ToTarget, Qt::Horizontal).toString(), QStringLiteral("to 0.90"));
+    QCOMPARE(cell(slow), QStringLiteral("3.0 s (3)"));
+    QCOMPARE(cell(never), QStringLiteral("–"));
+    panel.targetBox()->setValue(0.8);
+    QCOMPARE(model->headerData(trainlab::RunHistoryModel::ToTarget, Qt::Horizontal).toString(), QStringLiteral("to 0.80"));
+    QCOMPARE(cell(slow), QStringLiteral("2.0 s (2)"));
+    panel.targetBox()->setValue(0.3);
+    QCOMPARE(cell(never), QStringLiteral("1.0 s (1)"));
 }
 
 QTEST_MAIN(tst_HistoryPanel)

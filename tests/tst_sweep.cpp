@@ -1,3 +1,4 @@
+#include "core/runs/report.h"
 #include "core/sweeps/sweep.h"
 
 #include <QTemporaryDir>
@@ -46,6 +47,7 @@ class tst_Sweep : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void timeToTarget();
     void runCount_data();
     void runCount();
     void gridVariesTheLastAxisFastest();
@@ -239,6 +241,27 @@ void tst_Sweep::shippedPresetsParse()
     QCOMPARE(runs[1].config.learningRate, 0.2);
     QCOMPARE(runs[1].config.epochs, 10);
     QVERIFY_THROWS_EXCEPTION(ConfigError, trainlab::loadSweepPreset("nope"));
+}
+
+void tst_Sweep::timeToTarget()
+{
+    std::vector<trainlab::EpochMetrics> epochs;
+    for (const auto &[acc, seconds] : std::vector<std::pair<double, double>>{{0.8, 10.0}, {0.9, 12.5}, {0.95, 11.0}}) {
+        trainlab::EpochMetrics m;
+        m.epoch = static_cast<int>(epochs.size()) + 1;
+        m.testAcc = acc;
+        m.seconds = seconds;
+        epochs.push_back(m);
+    }
+    const auto reached = trainlab::timeToTarget(epochs, 0.9);   // at or above: epoch 2 counts
+    QVERIFY(reached.has_value());
+    QCOMPARE(reached->epoch, 2);
+    QCOMPARE(reached->seconds, 22.5);
+    QCOMPARE(trainlab::timeToTarget(epochs, 0.95)->seconds, 33.5);
+    QVERIFY(!trainlab::timeToTarget(epochs, 0.96).has_value());
+    QVERIFY(!trainlab::timeToTarget({}, 0.1).has_value());
+    QCOMPARE(trainlab::formatTimeToTarget(reached), std::string("22.5 s (epoch 2)"));
+    QCOMPARE(trainlab::formatTimeToTarget(std::nullopt), std::string("-"));
 }
 
 QTEST_GUILESS_MAIN(tst_Sweep)

@@ -9,9 +9,12 @@
 #include <QAction>
 #include <QDesktopServices>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileInfo>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QItemSelectionModel>
+#include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
 #include <QSaveFile>
@@ -27,6 +30,7 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     , m_model(new RunHistoryModel(this))
     , m_table(new QTableView)
     , m_storage(new RunsStorage)
+    , m_target(new QDoubleSpinBox)
 {
     m_table->setObjectName(QStringLiteral("history"));
     m_table->setModel(m_model);
@@ -40,10 +44,21 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::onSelection);
     connect(m_model, &QAbstractItemModel::modelReset, m_table, &QTableView::resizeColumnsToContents);
     connect(m_table, &QTableView::doubleClicked, this, &HistoryPanel::useSelectedConfig);
+    m_target->setObjectName(QStringLiteral("targetAccuracy"));
+    m_target->setRange(0.05, 1.0);
+    m_target->setSingleStep(0.01);
+    m_target->setDecimals(2);
+    m_target->setValue(m_model->target());
+    m_target->setToolTip(tr("The test accuracy of the \"to\" column: training seconds until a run first reaches it"));
+    connect(m_target, &QDoubleSpinBox::valueChanged, m_model, &RunHistoryModel::setTarget);
+    auto *bottom = new QHBoxLayout;
+    bottom->addWidget(m_storage, 1);
+    bottom->addWidget(new QLabel(tr("Time to test accuracy:")));
+    bottom->addWidget(m_target);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_table, 1);
-    layout->addWidget(m_storage);
+    layout->addLayout(bottom);
 }
 
 void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)

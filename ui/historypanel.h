@@ -8,6 +8,7 @@
 #include <QWidget>
 
 class QAction;
+class QDoubleSpinBox;
 class QMenu;
 class QTableView;
 
@@ -39,6 +40,7 @@ public:
     void updateActions();
 
     QTableView *table() const { return m_table; }
+    QDoubleSpinBox *targetBox() const { return m_target; }
     RunHistoryModel *model() const { return m_model; }
     QList<int> selectedRows() const;
     QVector<RunSummary> selectedRuns() const;
@@ -63,6 +65,7 @@ private:
     RunHistoryModel *m_model;
     QTableView *m_table;
     RunsStorage *m_storage;
+    QDoubleSpinBox *m_target;
     QString m_runsDir;
     QString m_activeRunDir;
     QAction *m_useConfig = nullptr;

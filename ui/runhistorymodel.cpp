@@ -46,9 +46,22 @@ void RunHistoryModel::refresh()
         } catch (const std::exception &) {
             row.hasConfig = false;   // listed all the same: its metrics are still worth comparing
         }
+        try {
+            row.epochs = readMetrics(s.dir);
+        } catch (const std::exception &) {
+            // No readable metrics.csv: the other columns come from summary.json.
+        }
         m_rows.append(row);
     }
     endResetModel();
+}
+
+void RunHistoryModel::setTarget(double target)
+{
+    m_target = target;
+    Q_EMIT headerDataChanged(Qt::Horizontal, ToTarget, ToTarget);
+    if (!m_rows.isEmpty())
+        Q_EMIT dataChanged(index(0, ToTarget), index(rowCount() - 1, ToTarget));
 }
 
 bool RunHistoryModel::config(int row, ExperimentConfig *out) const
@@ -105,7 +118,7 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
             tip += QLatin1Char('\n') + QString::fromStdString(s.note);
         return tip;
     }
-    if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= SecPerEpoch)
+    if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= ToTarget)
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole)
         return {};
@@ -138,6 +151,11 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         return done ? QString::number(s.finalTestAcc, 'f', 3) : QString();
     case SecPerEpoch:
         return done ? QString::number(s.meanEpochSeconds, 'f', 1) : QString();
+    case ToTarget: {
+        const std::optional<TargetReached> reached = timeToTarget(row.epochs, m_target);
+        return reached ? tr("%1 s (%2)").arg(QString::number(reached->seconds, 'f', 1)).arg(reached->epoch)
+                       : done ? QStringLiteral("–") : QString();
+    }
     case Status:
         return statusText(row);
     default:
@@ -147,6 +165,9 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
 
 QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == ToTarget)
+        return tr("Training seconds until the first epoch with test accuracy at or above %1, and that epoch (DAWNBench's measure)")
+            .arg(QString::number(m_target, 'f', 2));
     if (orientation != Qt::Horizontal || role != Qt::DisplayRole)
         return {};
     switch (section) {
@@ -159,6 +180,7 @@ QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, i
     case BestAcc: return tr("Best acc");
     case FinalAcc: return tr("Final acc");
     case SecPerEpoch: return tr("sec/epoch");
+    case ToTarget: return tr("to %1").arg(QString::number(m_target, 'f', 2));
     case Status: return tr("Status");
     default: return {};
     }

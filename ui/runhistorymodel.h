@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/runs/report.h"
 #include "core/runs/runrecord.h"
 
 #include <QAbstractTableModel>
@@ -15,7 +16,7 @@ class RunHistoryModel : public QAbstractTableModel
     Q_OBJECT
 
 public:
-    enum Column { Name, Date, Devices, Batch, LearningRate, Epochs, BestAcc, FinalAcc, SecPerEpoch, Status, ColumnCount };
+    enum Column { Name, Date, Devices, Batch, LearningRate, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, ColumnCount };
     static constexpr int DirRole = Qt::UserRole;
 
     explicit RunHistoryModel(QObject *parent = nullptr);
@@ -25,6 +26,9 @@ public:
     // The run this window is training, shown as running; any other "running" summary is a run that died.
     void setActiveRunDir(const QString &dir);
     void refresh();
+    // The test accuracy of the "to 0.90" column: training seconds until the first epoch at or above it.
+    void setTarget(double target);
+    double target() const { return m_target; }
 
     const RunSummary &summary(int row) const { return m_rows[row].summary; }
     // The run's config.json; false when it is missing or unreadable.
@@ -42,12 +46,14 @@ private:
         RunSummary summary;
         bool hasConfig = false;
         ExperimentConfig config;
+        std::vector<EpochMetrics> epochs;   // metrics.csv, for the time to the target
     };
     QString statusText(const Row &row) const;
 
     QString m_runsDir;
     QString m_activeRunDir;
     QVector<Row> m_rows;
+    double m_target = kDefaultTargetAccuracy;
 };
 
 } // namespace trainlab

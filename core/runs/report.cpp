@@ -1,5 +1,7 @@
 #include "core/runs/report.h"
 
+#include "core/util/numtext.h"
+
 #include <cstdio>
 
 namespace trainlab {
@@ -68,6 +70,24 @@ std::vector<std::string> finishedLines(const RunResult &r, const std::string &de
     if (!r.runDir.empty())
         lines.push_back("run kept in " + r.runDir);
     return lines;
+}
+
+std::optional<TargetReached> timeToTarget(const std::vector<EpochMetrics> &epochs, double target)
+{
+    double seconds = 0.0;
+    for (const EpochMetrics &m : epochs) {
+        seconds += m.seconds;
+        if (m.testAcc >= target)
+            return TargetReached{m.epoch, seconds};
+    }
+    return std::nullopt;
+}
+
+std::string formatTimeToTarget(const std::optional<TargetReached> &reached)
+{
+    if (!reached)
+        return "-";
+    return formatFixed(reached->seconds, 1) + " s (epoch " + std::to_string(reached->epoch) + ")";
 }
 
 } // namespace trainlab

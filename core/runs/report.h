@@ -2,6 +2,7 @@
 
 #include "core/train/observer.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,17 @@ std::string epochLine(const EpochMetrics &metrics, int epochs);
 // "time  compute 81%  allreduce 14%  optimizer 3%  data 1%  other 1%" over this node's ranks; "" when not measured.
 std::string timeSharesLine(const EpochMetrics &metrics);
 std::vector<std::string> finishedLines(const RunResult &result, const std::string &deviceList);
+
+// DAWNBench's measure: the training seconds of the epochs up to the first whose test accuracy is at or above
+// target, and that epoch; nullopt when no epoch reached it.
+struct TargetReached
+{
+    int epoch = 0;
+    double seconds = 0.0;
+};
+std::optional<TargetReached> timeToTarget(const std::vector<EpochMetrics> &epochs, double target);
+constexpr double kDefaultTargetAccuracy = 0.90;
+// "41.2 s (epoch 3)", or "-" when not reached.
+std::string formatTimeToTarget(const std::optional<TargetReached> &reached);
 
 } // namespace trainlab

@@ -73,6 +73,13 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
         row.secondsPerEpoch = e.meanEpochSeconds;
         row.imagesPerSecond = e.imagesPerSecond;
         row.runDir = e.runDir;
+        if (!e.runDir.empty()) {
+            try {
+                row.toTarget = timeToTarget(readMetrics(e.runDir), kDefaultTargetAccuracy);
+            } catch (const std::exception &) {
+                // No metrics to read (not started, or the folder is gone): no time to the target.
+            }
+        }
         const std::string devices = valueOf(e.tag, "devices");
         if (!devices.empty()) {
             if (firstDevices.empty())
@@ -112,6 +119,7 @@ std::string formatSweepTable(const SweepTable &table)
         header.push_back(a);
     for (const char *h : {"status", "best acc", "sec/epoch", "img/s"})
         header.push_back(h);
+    header.push_back("to " + fixed(kDefaultTargetAccuracy, 2));
     if (table.hasScaling) {
         for (const char *h : {"speed-up", "ideal", "eff %"})
             header.push_back(h);
@@ -125,6 +133,7 @@ std::string formatSweepTable(const SweepTable &table)
         line.push_back(ran && r.secondsPerEpoch > 0 ? fixed(r.bestTestAcc, 3) : "-");
         line.push_back(ran && r.secondsPerEpoch > 0 ? fixed(r.secondsPerEpoch, 1) : "-");
         line.push_back(ran && r.imagesPerSecond > 0 ? fixed(r.imagesPerSecond, 1) : "-");
+        line.push_back(r.toTarget ? fixed(r.toTarget->seconds, 1) + " s (" + std::to_string(r.toTarget->epoch) + ")" : "-");
         if (table.hasScaling) {
             line.push_back(r.speedup > 0 ? fixed(r.speedup, 2) + "x" : "-");
             line.push_back(r.ideal > 0 ? fixed(r.ideal, 2) + "x" : "-");
@@ -165,14 +174,16 @@ std::string sweepTableCsv(const SweepTable &table)
     std::string out = "index";
     for (const auto &a : table.axes)
         out += "," + a;
-    out += ",status,best_test_acc,sec_per_epoch,images_per_second,device_count,speedup,ideal,efficiency_pct,run_dir,error\n";
+    out += ",status,best_test_acc,sec_per_epoch,images_per_second,device_count,speedup,ideal,efficiency_pct,seconds_to_target,epoch_to_target,run_dir,error\n";
     for (const SweepRow &r : table.rows) {
         out += std::to_string(r.index);
         for (const auto &v : r.values)
             out += "," + csvField(v);
         out += "," + r.status + "," + fixed(r.bestTestAcc, 6) + "," + fixed(r.secondsPerEpoch, 3) + ","
                + fixed(r.imagesPerSecond, 1) + "," + std::to_string(r.devices) + "," + fixed(r.speedup, 4) + ","
-               + fixed(r.ideal, 4) + "," + fixed(r.efficiency, 2) + "," + csvField(r.runDir) + "," + csvField(r.error)
+               + fixed(r.ideal, 4) + "," + fixed(r.efficiency, 2) + ","
+               + (r.toTarget ? fixed(r.toTarget->seconds, 3) + "," + std::to_string(r.toTarget->epoch) : std::string(",")) + ","
+               + csvField(r.runDir) + "," + csvField(r.error)
                + "\n";
     }
     return out;

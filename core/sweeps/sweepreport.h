@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/runs/report.h"
 #include "core/sweeps/queue.h"
 
 #include <map>
@@ -23,6 +24,7 @@ struct SweepRow
     double speedup = 0.0;
     double ideal = 0.0;
     double efficiency = 0.0;               // percent: speedup / ideal
+    std::optional<TargetReached> toTarget; // to kDefaultTargetAccuracy, from the run's metrics.csv
     std::string runDir;
 };
 
