@@ -459,6 +459,10 @@ void tst_CompareView::loadSweepReadsMetricsFromRunFolders()
     QCOMPARE(view.table()->rowCount(), 2);
     QCOMPARE(view.epochSeriesCount(), 1);
     QCOMPARE(seriesOf(view, "epochsChart").at(0)->points(), QList<QPointF>({QPointF(1, 0.25), QPointF(2, 0.5)}));
+    // Neither run reached test accuracy 0.90 (run 0 ended at 0.5, run 1 has no metrics).
+    const int toTarget = column(view.table(), QStringLiteral("to 0.90"));
+    QVERIFY(toTarget >= 0);
+    QCOMPARE(view.table()->item(0, toTarget)->text(), QStringLiteral("-"));
 }
 
 QTEST_MAIN(tst_CompareView)
