@@ -211,6 +211,7 @@ std::string ExperimentConfig::toJson() const
         {"epochs", epochs},
         {"momentum", momentum},
         {"weight_decay", weightDecay},
+        {"weight_decay_norm_and_bias", weightDecayNormAndBias},
         {"nesterov", nesterov},
         {"label_smoothing", labelSmoothing},
         {"schedule", {{"kind", schedule.kind}, {"warmup_epochs", schedule.warmupEpochs}, {"step_epochs", schedule.stepEpochs},
@@ -238,7 +239,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "label_smoothing", "schedule",
+                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "schedule",
                       "augmentation", "early_stopping", "tensorboard"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
@@ -274,6 +275,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.string("checkpoints", config.checkpoints);
     top.boolean("tensorboard", config.tensorboard);
     top.boolean("nesterov", config.nesterov);
+    top.boolean("weight_decay_norm_and_bias", config.weightDecayNormAndBias);
     top.number("label_smoothing", config.labelSmoothing);
     if (const json *schedule = top.object("schedule")) {
         Reader r(*schedule, "schedule", problems, written);

@@ -97,6 +97,8 @@ struct ExperimentConfig
     int epochs = 10;
     double momentum = 0.0;
     double weightDecay = 0.0;
+    // false: BatchNorm's weights and every bias take no weight decay (two parameter groups), as many recipes do.
+    bool weightDecayNormAndBias = true;
     bool nesterov = false;
     double labelSmoothing = 0.0;
     ScheduleConfig schedule;

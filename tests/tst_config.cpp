@@ -42,6 +42,7 @@ void tst_Config::roundTrip()
     c.precision = "bf16";
     c.cpuThreads = 2;
     c.nesterov = true;
+    c.weightDecayNormAndBias = false;
     c.labelSmoothing = 0.1;
     c.schedule.kind = "cosine";
     c.schedule.warmupEpochs = 0.5;
@@ -64,6 +65,7 @@ void tst_Config::roundTrip()
     QCOMPARE(back.speed.channelsLast, std::string("off"));
     QVERIFY(!back.speed.fusedSgd);
     QVERIFY(back.speed.cudaGraphs);
+    QVERIFY(!back.weightDecayNormAndBias);
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
 }
 
@@ -113,6 +115,7 @@ void tst_Config::invalid_data()
     QTest::newRow("step factor") << R"({"schedule": {"step_factor": 1.5}})" << "schedule.step_factor: must be above 0 and at most 1, got 1.5";
     QTest::newRow("pct_start") << R"({"schedule": {"pct_start": 1}})" << "schedule.pct_start: must be above 0 and below 1, got 1";
     QTest::newRow("nesterov without momentum") << R"({"nesterov": true})" << "nesterov: needs a momentum above 0, got true";
+    QTest::newRow("norm and bias decay not a boolean") << R"({"weight_decay_norm_and_bias": "no"})" << "weight_decay_norm_and_bias: must be true or false";
     QTest::newRow("label smoothing") << R"({"label_smoothing": 1})" << "label_smoothing: must be at least 0 and below 1, got 1";
     QTest::newRow("crop padding") << R"({"augmentation": {"crop_padding": 15}})" << "augmentation.crop_padding: must be 0 (off) up to 14 pixels (half the image), got 15";
     QTest::newRow("erasing") << R"({"augmentation": {"erasing": 1.5}})" << "augmentation.erasing: must be a probability from 0 to 1, got 1.5";

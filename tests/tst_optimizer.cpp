@@ -15,6 +15,7 @@ private Q_SLOTS:
     void equalsTorchSgd_data();
     void equalsTorchSgd();
     void stateSavesAsTorchSgd();
+    void normAndBiasLeftUndecayed();
     void scheduleValues_data();
     void scheduleValues();
     void earlyStop_data();
@@ -177,6 +178,36 @@ void tst_Optimizer::earlyStop()
     QFETCH(int, bestEpoch);
     const std::vector<double> acc(accuracies.begin(), accuracies.end());
     QCOMPARE(trainlab::earlyStopBestEpoch(acc, {patience, minDelta}), bestEpoch);
+}
+
+// weight_decay_norm_and_bias false: with no gradient at all, a step is weight decay alone, so the kernels and the
+// linear weight shrink by lr * wd and BatchNorm's weight and every bias stay; both steps (fused, LibTorch's) agree.
+void tst_Optimizer::normAndBiasLeftUndecayed()
+{
+    trainlab::ExperimentConfig config;
+    config.learningRate = 0.5;
+    config.weightDecay = 0.1;
+    config.weightDecayNormAndBias = false;
+    for (const bool fused : {false, true}) {
+        auto net = smallNet();
+        auto before = smallNet();
+        const auto optimizer = trainlab::makeOptimizer(*net, config);
+        QCOMPARE(optimizer->param_groups().size(), size_t(2));
+        for (auto &p : net->parameters())
+            p.mutable_grad() = torch::zeros_like(p);
+        if (fused)
+            trainlab::fusedSgdStep(*optimizer);
+        else
+            optimizer->step();
+        const auto after = net->named_parameters();
+        for (const auto &p : before->named_parameters()) {
+            const double expected = p.value().dim() > 1 ? 1.0 - 0.5 * 0.1 : 1.0;
+            QVERIFY2(torch::allclose(after[p.key()], p.value() * expected), p.key().c_str());
+        }
+    }
+    config.weightDecayNormAndBias = true;
+    auto net = smallNet();
+    QCOMPARE(trainlab::makeOptimizer(*net, config)->param_groups().size(), size_t(1));
 }
 
 QTEST_GUILESS_MAIN(tst_Optimizer)

@@ -106,6 +106,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_schedulePreview(new SchedulePreview)
     , m_warmup(lineEdit("warmupEpochs", tr("epochs, e.g. 1 or 0.5")))
     , m_nesterov(new QCheckBox(tr("Nesterov momentum")))
+    , m_decayNormAndBias(new QCheckBox(tr("Weight decay on BatchNorm and biases too")))
     , m_labelSmoothing(lineEdit("labelSmoothing", tr("0, or e.g. 0.1")))
     , m_patience(spinBox("patience", INT_MIN, INT_MAX))
     , m_flip(new QCheckBox(tr("Random left-right flip")))
@@ -141,6 +142,8 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_schedule->addItems({QStringLiteral("constant"), QStringLiteral("step"), QStringLiteral("cosine"), QStringLiteral("one_cycle")});
     m_schedule->setToolTip(tr("How the learning rate changes over the run; one_cycle rises to it and falls back"));
     m_nesterov->setObjectName(QStringLiteral("nesterov"));
+    m_decayNormAndBias->setObjectName(QStringLiteral("weightDecayNormAndBias"));
+    m_decayNormAndBias->setToolTip(tr("Off: only convolution and linear weights decay (weight_decay_norm_and_bias)"));
     m_patience->setToolTip(tr("End the run when the test accuracy has not improved for this many epochs; 0: never"));
     m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
     m_channelsLast->addItems({QStringLiteral("auto"), QStringLiteral("on"), QStringLiteral("off")});
@@ -213,6 +216,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(QString(), m_flip);
     advancedForm->addRow(tr("Augment: rand&om erasing:"), m_erasing);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
+    advancedForm->addRow(QString(), m_decayNormAndBias);
     advancedForm->addRow(tr("&Precision:"), m_precision);
     advancedForm->addRow(tr("C&hannels-last:"), m_channelsLast);
     advancedForm->addRow(QString(), m_fusedSgd);
@@ -241,6 +245,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("weight_decay"), m_weightDecay},
                 {QStringLiteral("precision"), m_precision},
                 {QStringLiteral("nesterov"), m_nesterov},
+                {QStringLiteral("weight_decay_norm_and_bias"), m_decayNormAndBias},
                 {QStringLiteral("schedule.kind"), m_schedule},
                 {QStringLiteral("schedule.warmup_epochs"), m_warmup},
                 {QStringLiteral("label_smoothing"), m_labelSmoothing},
@@ -257,7 +262,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
     for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
-    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov, m_flip})
+    for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov, m_flip, m_decayNormAndBias})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
@@ -318,6 +323,7 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_momentum->setText(shortest(config.momentum));
     m_weightDecay->setText(shortest(config.weightDecay));
     m_nesterov->setChecked(config.nesterov);
+    m_decayNormAndBias->setChecked(config.weightDecayNormAndBias);
     const QString schedule = QString::fromStdString(config.schedule.kind);
     if (m_schedule->findText(schedule) < 0)
         m_schedule->addItem(schedule);
@@ -393,6 +399,7 @@ ExperimentConfig ExperimentForm::config() const
     if (const double v = parseNumber(m_weightDecay->text(), &ok); ok)
         c.weightDecay = v;
     c.nesterov = m_nesterov->isChecked();
+    c.weightDecayNormAndBias = m_decayNormAndBias->isChecked();
     c.schedule.kind = m_schedule->currentText().toStdString();
     if (const double v = parseNumber(m_warmup->text(), &ok); ok)
         c.schedule.warmupEpochs = v;

@@ -93,6 +93,7 @@ private:
     SchedulePreview *m_schedulePreview;
     QLineEdit *m_warmup;
     QCheckBox *m_nesterov;
+    QCheckBox *m_decayNormAndBias;
     QLineEdit *m_labelSmoothing;
     QSpinBox *m_patience;
     QCheckBox *m_flip;

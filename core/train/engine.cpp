@@ -347,9 +347,7 @@ void Replica::prepareLocal()
         for (auto &b : m_model->named_buffers())
             b.value().copy_(srcBuffers[b.key()]);
     }
-    torch::optim::SGDOptions sgd(config.learningRate);
-    sgd.momentum(config.momentum).weight_decay(config.weightDecay).nesterov(config.nesterov);
-    m_optimizer = std::make_unique<torch::optim::SGD>(m_model->parameters(), sgd);
+    m_optimizer = makeOptimizer(*m_model, config);
     // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
     if (m_world.resumeCheckpoint)
         loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);

@@ -28,6 +28,23 @@ typename Map::key_type stateKey(const Map &, const torch::Tensor &p)
 
 } // namespace
 
+std::unique_ptr<torch::optim::SGD> makeOptimizer(torch::nn::Module &model, const ExperimentConfig &config)
+{
+    torch::optim::SGDOptions sgd(config.learningRate);
+    sgd.momentum(config.momentum).weight_decay(config.weightDecay).nesterov(config.nesterov);
+    if (config.weightDecayNormAndBias || config.weightDecay == 0)
+        return std::make_unique<torch::optim::SGD>(model.parameters(), sgd);
+    std::vector<torch::Tensor> decayed, exempt;
+    for (const auto &p : model.parameters())
+        (p.dim() > 1 ? decayed : exempt).push_back(p);
+    auto noDecay = std::make_unique<torch::optim::SGDOptions>(sgd);
+    noDecay->weight_decay(0.0);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decayed, std::make_unique<torch::optim::SGDOptions>(sgd));
+    groups.emplace_back(exempt, std::move(noDecay));
+    return std::make_unique<torch::optim::SGD>(std::move(groups), sgd);
+}
+
 void fusedSgdStep(torch::optim::SGD &optimizer)
 {
     torch::NoGradGuard noGrad;

@@ -1,6 +1,11 @@
 #pragma once
 
+#include "core/config.h"
+
+#include <torch/nn/module.h>
 #include <torch/optim/sgd.h>
+
+#include <memory>
 
 namespace trainlab {
 
@@ -9,5 +14,9 @@ namespace trainlab {
 // optimizer's own (its momentum buffers, under its own keys), so checkpoints and resume are unchanged, and the
 // result equals SGD::step's: the same operations on the same values.
 void fusedSgdStep(torch::optim::SGD &optimizer);
+
+// The run's SGD over model's parameters: one group, or with weight_decay_norm_and_bias false two, the matrices and
+// kernels (dim > 1) decayed and BatchNorm's weights and the biases not.
+std::unique_ptr<torch::optim::SGD> makeOptimizer(torch::nn::Module &model, const ExperimentConfig &config);
 
 } // namespace trainlab
