@@ -73,13 +73,7 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
         row.secondsPerEpoch = e.meanEpochSeconds;
         row.imagesPerSecond = e.imagesPerSecond;
         row.runDir = e.runDir;
-        if (!e.runDir.empty()) {
-            try {
-                row.toTarget = timeToTarget(readMetrics(e.runDir), kDefaultTargetAccuracy);
-            } catch (const std::exception &) {
-                // No metrics to read (not started, or the folder is gone): no time to the target.
-            }
-        }
+        row.toTarget = timeToTarget(e.metrics, kDefaultTargetAccuracy);
         const std::string devices = valueOf(e.tag, "devices");
         if (!devices.empty()) {
             if (firstDevices.empty())

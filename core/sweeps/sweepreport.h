@@ -24,7 +24,7 @@ struct SweepRow
     double speedup = 0.0;
     double ideal = 0.0;
     double efficiency = 0.0;               // percent: speedup / ideal
-    std::optional<TargetReached> toTarget; // to kDefaultTargetAccuracy, from the run's metrics.csv
+    std::optional<TargetReached> toTarget; // to kDefaultTargetAccuracy, from the entry's metrics
     std::string runDir;
 };
 
