@@ -38,6 +38,7 @@ private Q_SLOTS:
     void epochAxisBoundedInTicks();
     void overlaysAreNamedSeries();
     void trainCurvesCanBeHidden();
+    void learningRateOnItsOwnAxis();
     void exportWritesAFile_data();
     void exportWritesAFile();
     void exportToAMissingFolderFails();
@@ -155,6 +156,33 @@ void tst_AccuracyChart::trainCurvesCanBeHidden()
     chart.setLossVisible(false);
     QVERIFY(!chart.seriesNames().contains(QStringLiteral("train acc")));
     QVERIFY(!chart.seriesNames().contains(QStringLiteral("train loss")));
+}
+
+void tst_AccuracyChart::learningRateOnItsOwnAxis()
+{
+    AccuracyChart chart;
+    QVERIFY(!chart.seriesNames().contains(QStringLiteral("learning rate")));
+    chart.setLearningRateVisible(true);
+    QVERIFY(chart.seriesNames().contains(QStringLiteral("learning rate")));
+    chart.beginRun(QStringLiteral("demo"), 3);
+    EpochMetrics first = epoch(1, 0.4), second = epoch(2, 0.6), unknown = epoch(3, 0.7);
+    first.learningRate = 0.4;
+    second.learningRate = 0.05;
+    chart.addEpoch(first);
+    chart.addEpoch(second);
+    chart.addEpoch(unknown);
+    chart.flush();
+    // An epoch whose rate is unknown (0, an older record) draws no point.
+    QCOMPARE(chart.learningRatePointCount(), 2);
+    QValueAxis *lrAxis = nullptr;
+    for (QAbstractAxis *axis : chart.chart()->axes(Qt::Vertical)) {
+        if (axis->titleText() == QStringLiteral("learning rate"))
+            lrAxis = qobject_cast<QValueAxis *>(axis);
+    }
+    QVERIFY(lrAxis);
+    QVERIFY(lrAxis->max() >= 0.4 && lrAxis->max() < 0.5);
+    chart.beginRun(QStringLiteral("next"), 3);
+    QCOMPARE(chart.learningRatePointCount(), 0);
 }
 
 void tst_AccuracyChart::exportWritesAFile_data()

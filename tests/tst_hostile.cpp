@@ -52,7 +52,7 @@ std::string makeRun(const std::string &runsDir, const std::string &name, int row
                                          + std::to_string(rows) + R"(, "start_time": "2026-12-01T00:00:00Z"})");
     std::string metrics = std::string(trainlab::RunRecord::metricsHeader()) + "\n";
     for (int e = 1; e <= rows; ++e)
-        metrics += std::to_string(e) + ",0.500000,0.800000,0.750000,1.000,100.0\n";
+        metrics += std::to_string(e) + ",0.500000,0.800000,0.750000,1.000,100.0,0.1\n";
     writeText(dir + "/metrics.csv", metrics);
     return dir;
 }
@@ -97,6 +97,7 @@ private Q_SLOTS:
     void fifoNeverBlocks();
     void metricsRowsRangeChecked_data();
     void metricsRowsRangeChecked();
+    void legacyMetricsStillRead();
     void localeNeverChangesFiles_data();
     void localeNeverChangesFiles();
     void deleteRunNeverLeavesFolder();
@@ -228,28 +229,43 @@ void tst_Hostile::metricsRowsRangeChecked_data()
 {
     QTest::addColumn<QString>("row");
     QTest::addColumn<bool>("kept");
-    QTest::newRow("a row of ours") << "3,0.100000,0.900000,0.800000,1.500,200.0" << true;
-    QTest::newRow("epoch 2147483647") << "2147483647,0.1,0.9,0.8,1.5,200" << false;
-    QTest::newRow("epoch 100001") << "100001,0.1,0.9,0.8,1.5,200" << false;
-    QTest::newRow("decimal commas") << "3,0,100000,0,900000,0,800000,1,500,200,0" << false;
-    QTest::newRow("accuracy above 1") << "3,0.1,1.5,0.8,1.5,200" << false;
-    QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200" << false;
-    QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,7" << false;
-    QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200" << false;
+    QTest::newRow("a row of ours") << "3,0.100000,0.900000,0.800000,1.500,200.0,0.05" << true;
+    QTest::newRow("learning rate unknown") << "3,0.100000,0.900000,0.800000,1.500,200.0," << true;
+    QTest::newRow("learning rate negative") << "3,0.1,0.9,0.8,1.5,200,-0.1" << false;
+    QTest::newRow("no learning rate field") << "3,0.1,0.9,0.8,1.5,200" << false;
+    QTest::newRow("epoch 2147483647") << "2147483647,0.1,0.9,0.8,1.5,200,0.1" << false;
+    QTest::newRow("epoch 100001") << "100001,0.1,0.9,0.8,1.5,200,0.1" << false;
+    QTest::newRow("decimal commas") << "3,0,100000,0,900000,0,800000,1,500,200,0,0,1" << false;
+    QTest::newRow("accuracy above 1") << "3,0.1,1.5,0.8,1.5,200,0.1" << false;
+    QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200,0.1" << false;
+    QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,0.1,7" << false;
+    QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200,0.1" << false;
 }
 
 void tst_Hostile::metricsRowsRangeChecked()
 {
     QFETCH(QString, row);
     QFETCH(bool, kept);
-    const std::string text = std::string(trainlab::RunRecord::metricsHeader()) + "\n1,0.5,0.5,0.5,1.0,10.0\n"
-                             + "2,0.5,0.5,0.5,1.0,10.0\n" + row.toStdString() + "\n";
+    const std::string text = std::string(trainlab::RunRecord::metricsHeader()) + "\n1,0.5,0.5,0.5,1.0,10.0,0.1\n"
+                             + "2,0.5,0.5,0.5,1.0,10.0,0.1\n" + row.toStdString() + "\n";
     const auto rows = trainlab::parseMetrics(text, "metrics.csv");
     QCOMPARE(rows.size(), std::size_t(kept ? 3 : 2));
     if (kept) {
         QCOMPARE(rows[2].epoch, 3);
         QCOMPARE(rows[2].testAcc, 0.8);
+        QCOMPARE(rows[2].learningRate, row.endsWith(',') ? 0.0 : 0.05);
     }
+}
+
+void tst_Hostile::legacyMetricsStillRead()
+{
+    // Written before metrics.csv kept the learning rate: six columns, read with the rate unknown.
+    const std::string text = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second\n"
+                             "1,0.5,0.5,0.5,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0,0.1\n";
+    const auto rows = trainlab::parseMetrics(text, "metrics.csv");
+    QCOMPARE(rows.size(), std::size_t(2));
+    QCOMPARE(rows[1].testAcc, 0.7);
+    QCOMPARE(rows[1].learningRate, 0.0);
 }
 
 void tst_Hostile::localeNeverChangesFiles_data()
@@ -275,14 +291,15 @@ void tst_Hostile::localeNeverChangesFiles()
     trainlab::ExperimentConfig config;
     config.name = "locale";
     trainlab::RunRecord record(m_runs, config, {"cpu"});
-    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}}, {});
+    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}, 0.0125}, {});
     const std::string metrics = readText(record.dir() + "/metrics.csv");
-    QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5\n");
+    QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5,0.0125\n");
     // Rows the CLI wrote under the C locale read back whole under this one.
     const auto rows = trainlab::readMetrics(record.dir());
     QCOMPARE(rows.size(), std::size_t(1));
     QCOMPARE(rows[0].trainLoss, 2.527563);
     QCOMPARE(rows[0].seconds, 12.25);
+    QCOMPARE(rows[0].learningRate, 0.0125);
     const auto summary = trainlab::readRunSummary(record.dir());
     QCOMPARE(summary.bestTestAcc, 0.5);
     QVERIFY(readText(record.dir() + "/summary.json").find("0.5") != std::string::npos);

@@ -90,7 +90,7 @@ void tst_Model::checkpointRoundTrip()
     info.epoch = 3;
     info.seed = 1;
     info.config = "{\"name\":\"x\"}";
-    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}}, {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}}};
+    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}, 0.05}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}, 0.1}, {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}, 0.025}};
     trainlab::saveCheckpoint(path, *net, sgd, info);
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"checkpoint.pt"});
 
@@ -103,6 +103,8 @@ void tst_Model::checkpointRoundTrip()
     QCOMPARE(back.config, info.config);
     QCOMPARE(back.metrics.size(), size_t(3));
     QCOMPARE(back.metrics[2].testAcc, 0.6);
+    // The learning rate of each epoch too: a run resumed after a kill before its metrics.csv row keeps it.
+    QCOMPARE(back.metrics[2].learningRate, 0.025);
     // The momentum buffers came back too: one more identical step keeps the two nets equal.
     for (auto *n : {&net, &fresh}) {
         (*n)->train();

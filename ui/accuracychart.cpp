@@ -44,9 +44,11 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     , m_axisX(new QValueAxis)
     , m_axisAcc(new QValueAxis)
     , m_axisLoss(new QValueAxis)
+    , m_axisLr(new QValueAxis)
     , m_testAcc(lineSeries(tr("test acc"), QColor(0x1f77b4)))
     , m_trainAcc(lineSeries(tr("train acc"), QColor(0x9467bd), Qt::DashLine))
     , m_loss(lineSeries(tr("train loss"), QColor(0x2ca02c), Qt::DotLine))
+    , m_lr(lineSeries(tr("learning rate"), QColor(0xd62728), Qt::DashDotLine))
     , m_bestMarker(new QScatterSeries)
 {
     setObjectName(QStringLiteral("accuracyChart"));
@@ -65,6 +67,10 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     c->addAxis(m_axisX, Qt::AlignBottom);
     c->addAxis(m_axisAcc, Qt::AlignLeft);
     c->addAxis(m_axisLoss, Qt::AlignRight);
+    m_axisLr->setTitleText(tr("learning rate"));
+    m_axisLr->setLabelFormat(QStringLiteral("%.3g"));
+    m_axisLr->setRange(0.0, 1.0);
+    c->addAxis(m_axisLr, Qt::AlignRight);
     m_bestMarker->setName(tr("best"));
     m_bestMarker->setMarkerSize(14.0);
     m_bestMarker->setColor(QColor(0xffd700));
@@ -72,6 +78,8 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     attach(m_testAcc, m_axisAcc);
     attach(m_trainAcc, m_axisAcc);
     attach(m_loss, m_axisLoss);
+    attach(m_lr, m_axisLr);
+    setLearningRateVisible(false);
     attach(m_bestMarker, m_axisAcc);
     m_flushTimer.setSingleShot(true);
     m_flushTimer.setInterval(40);
@@ -85,16 +93,17 @@ void AccuracyChart::attach(QAbstractSeries *series, QValueAxis *y)
     series->attachAxis(m_axisX);
     series->attachAxis(y);
     if (auto *xy = qobject_cast<QXYSeries *>(series)) {
-        connect(xy, &QXYSeries::hovered, this,
-                [this, xy](const QPointF &point, bool state) { showTip(xy->name(), point, state); });
+        connect(xy, &QXYSeries::hovered, this, [this, xy](const QPointF &point, bool state) {
+            showTip(xy->name(), point, state, xy == m_lr ? 'g' : 'f');
+        });
     }
 }
 
-void AccuracyChart::showTip(const QString &series, const QPointF &point, bool state)
+void AccuracyChart::showTip(const QString &series, const QPointF &point, bool state, char format)
 {
     if (state)
         QToolTip::showText(QCursor::pos(), tr("%1\nepoch %2: %3").arg(series).arg(std::lround(point.x()))
-                                                .arg(point.y(), 0, 'f', 4), this);
+                                                .arg(point.y(), 0, format, 4), this);
     else
         QToolTip::hideText();
 }
@@ -107,9 +116,11 @@ void AccuracyChart::beginRun(const QString &name, int epochs)
     m_testAcc->clear();
     m_trainAcc->clear();
     m_loss->clear();
+    m_lr->clear();
     m_bestMarker->clear();
     m_best = QPointF();
     m_maxLoss = 0.0;
+    m_maxLr = 0.0;
     m_epochs = std::max(1, epochs);
     m_testAcc->setName(name.isEmpty() ? tr("test acc") : tr("%1 test acc").arg(name));
     updateRanges();
@@ -151,6 +162,11 @@ void AccuracyChart::flush()
     for (const EpochMetrics &m : std::as_const(m_pending)) {
         m_testAcc->append(m.epoch, m.testAcc);
         m_trainAcc->append(m.epoch, m.trainAcc);
+        // Zero: not known (a run recorded before metrics.csv kept it).
+        if (m.learningRate > 0) {
+            m_lr->append(m.epoch, m.learningRate);
+            m_maxLr = std::max(m_maxLr, m.learningRate);
+        }
         if (m_best.isNull() || m.testAcc > m_best.y())
             m_best = QPointF(m.epoch, m.testAcc);
         m_epochs = std::max(m_epochs, m.epoch);
@@ -171,6 +187,7 @@ void AccuracyChart::updateRanges()
     // From 0 while the live run draws its first epoch's losses; from 1 for runs shown by their epochs alone.
     setEpochAxis(m_axisX, std::max(2, epochs), m_loss->count() > 0 && m_loss->at(0).x() < 1.0 ? 0 : 1);
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
+    m_axisLr->setRange(0.0, m_maxLr > 0 ? m_maxLr * 1.1 : 1.0);
 }
 
 void AccuracyChart::setOverlays(const QVector<Overlay> &overlays)
@@ -199,6 +216,17 @@ void AccuracyChart::setLossVisible(bool visible)
 {
     m_loss->setVisible(visible);
     m_axisLoss->setVisible(visible);
+}
+
+void AccuracyChart::setLearningRateVisible(bool visible)
+{
+    m_lr->setVisible(visible);
+    m_axisLr->setVisible(visible);
+}
+
+int AccuracyChart::learningRatePointCount() const
+{
+    return m_lr->count();
 }
 
 int AccuracyChart::overlayPointCount(int index) const
@@ -250,10 +278,14 @@ QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
     showLoss->setChecked(true);
     connect(showTrainAcc, &QCheckBox::toggled, chart, &AccuracyChart::setTrainAccVisible);
     connect(showLoss, &QCheckBox::toggled, chart, &AccuracyChart::setLossVisible);
+    auto *showLr = new QCheckBox(tr("learning rate"));
+    showLr->setObjectName(QStringLiteral("showLearningRate"));
+    connect(showLr, &QCheckBox::toggled, chart, &AccuracyChart::setLearningRateVisible);
     auto *options = new QHBoxLayout;
     options->addWidget(new QLabel(tr("Show:")));
     options->addWidget(showTrainAcc);
     options->addWidget(showLoss);
+    options->addWidget(showLr);
     options->addStretch(1);
     auto *area = new QWidget;
     auto *layout = new QVBoxLayout(area);

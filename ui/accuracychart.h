@@ -43,6 +43,9 @@ public:
     void setOverlays(const QVector<Overlay> &overlays);
     void setTrainAccVisible(bool visible);
     void setLossVisible(bool visible);
+    // The learning rate at each epoch's first step (metrics.csv's learning_rate) on its own axis.
+    void setLearningRateVisible(bool visible);
+    int learningRatePointCount() const;
 
     int livePointCount() const;
     int overlayCount() const { return m_overlays.size(); }
@@ -59,14 +62,16 @@ public:
 private:
     void updateRanges();
     void attach(QAbstractSeries *series, QValueAxis *y);
-    void showTip(const QString &series, const QPointF &point, bool state);
+    void showTip(const QString &series, const QPointF &point, bool state, char format);
 
     QValueAxis *m_axisX;
     QValueAxis *m_axisAcc;
     QValueAxis *m_axisLoss;
+    QValueAxis *m_axisLr;
     QLineSeries *m_testAcc;
     QLineSeries *m_trainAcc;
     QLineSeries *m_loss;
+    QLineSeries *m_lr;
     QScatterSeries *m_bestMarker;
     QList<QLineSeries *> m_overlays;
     QList<EpochMetrics> m_pending;
@@ -75,6 +80,7 @@ private:
     QPointF m_best;
     int m_epochs = 1;
     double m_maxLoss = 0.0;
+    double m_maxLr = 0.0;
 };
 
 // An epoch axis from 1 to last with about ten ticks on whole epochs. Qt Charts makes one tick item per

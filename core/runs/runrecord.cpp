@@ -122,8 +122,15 @@ bool runFolderInUse(const std::string &runDir)
 
 const char *RunRecord::metricsHeader()
 {
-    return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
+    return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate";
 }
+
+namespace {
+
+// metrics.csv before the learning rate was kept: still read, never written.
+constexpr const char *kLegacyMetricsHeader = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
+
+} // namespace
 
 const char *RunRecord::timingHeader()
 {
@@ -134,7 +141,7 @@ std::string RunRecord::metricsRow(const EpochMetrics &m)
 {
     return std::to_string(m.epoch) + "," + formatFixed(m.trainLoss, 6) + "," + formatFixed(m.trainAcc, 6) + ","
            + formatFixed(m.testAcc, 6) + "," + formatFixed(m.seconds, 3) + "," + formatFixed(m.imagesPerSecond, 1)
-           + "\n";
+           + "," + (m.learningRate > 0 ? formatGeneral(m.learningRate, 8) : std::string()) + "\n";
 }
 
 std::string RunRecord::safeName(const std::string &name)
@@ -262,9 +269,20 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     record->m_checkpoints = config.checkpoints;
     record->m_summary = s;
     record->m_epochs.epochs = done;
+    try {
+        // The checkpoint keeps no learning rates: the epochs' own, as metrics.csv recorded them, stay.
+        for (const EpochMetrics &old : readMetrics(dir)) {
+            for (EpochMetrics &m : record->m_epochs.epochs) {
+                if (m.epoch == old.epoch && m.learningRate <= 0)
+                    m.learningRate = old.learningRate;
+            }
+        }
+    } catch (const std::exception &) {
+        // No readable metrics.csv: the earlier epochs' learning rates are unknown (empty).
+    }
     record->m_epochs.summarize();
     std::string metrics = std::string(metricsHeader()) + "\n";
-    for (const EpochMetrics &m : done)
+    for (const EpochMetrics &m : record->m_epochs.epochs)
         metrics += metricsRow(m);
     try {
         std::istringstream timing(readFile(dir + "/timing.csv", kMaxTableBytes));
@@ -287,7 +305,7 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     record->m_summary.bestEpoch = record->m_epochs.bestEpoch;
     record->m_summary.meanEpochSeconds = record->m_epochs.meanEpochSeconds;
     record->writeSummary();
-    record->startTensorBoard(config, done);
+    record->startTensorBoard(config, record->m_epochs.epochs);
     return record;
 }
 
@@ -552,20 +570,24 @@ std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path
     std::istringstream in(text);
     std::string line;
     std::getline(in, line);
-    if (line != RunRecord::metricsHeader())
+    const bool legacy = line == kLegacyMetricsHeader;
+    if (line != RunRecord::metricsHeader() && !legacy)
         throw std::runtime_error(path + ": unexpected header \"" + detail::cut(line) + "\"");
+    const std::size_t columns = legacy ? 6 : 7;
     std::vector<EpochMetrics> rows;
     while (std::getline(in, line)) {
-        std::string_view fields[6];
+        std::string_view fields[7];
         std::size_t count = 0, from = 0;
-        for (; count < 6 && from <= line.size(); ++count) {
+        for (; count < columns && from <= line.size(); ++count) {
             const std::size_t comma = std::min(line.find(',', from), line.size());
             fields[count] = std::string_view(line).substr(from, comma - from);
             from = comma + 1;
         }
         EpochMetrics m;
-        // Six fields, each a number in its range, epochs rising: anything else is not a row of ours.
-        const bool ok = count == 6 && from == line.size() + 1 && parseInt(fields[0], m.epoch)
+        // Each field a number in its range (the learning rate may be empty: unknown), epochs rising: anything
+        // else is not a row of ours.
+        const bool lrOk = columns == 6 || fields[6].empty() || (parseDouble(fields[6], m.learningRate) && m.learningRate > 0);
+        const bool ok = count == columns && from == line.size() + 1 && lrOk && parseInt(fields[0], m.epoch)
                         && parseDouble(fields[1], m.trainLoss) && parseDouble(fields[2], m.trainAcc)
                         && parseDouble(fields[3], m.testAcc) && parseDouble(fields[4], m.seconds)
                         && parseDouble(fields[5], m.imagesPerSecond) && m.epoch >= 1 && m.epoch <= kMaxEpochs

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kMetricColumns = 6;
+constexpr int kMetricColumns = 7;   // the epoch's learning rate last; checkpoints before it have 6
 
 torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
 {
@@ -27,7 +27,7 @@ torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const EpochMetrics &m = rows[i];
         const double values[kMetricColumns] = {static_cast<double>(m.epoch), m.trainLoss, m.trainAcc, m.testAcc,
-                                               m.seconds, m.imagesPerSecond};
+                                               m.seconds, m.imagesPerSecond, m.learningRate};
         for (int c = 0; c < kMetricColumns; ++c)
             a[static_cast<std::int64_t>(i)][c] = values[c];
     }
@@ -37,12 +37,13 @@ torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
 std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
 {
     std::vector<EpochMetrics> rows;
-    if (t.dim() != 2 || t.size(1) != kMetricColumns)
+    if (t.dim() != 2 || (t.size(1) != kMetricColumns && t.size(1) != kMetricColumns - 1))
         throw std::runtime_error("metrics table has the wrong shape");
     const torch::Tensor c = t.to(torch::kFloat64).contiguous();
     auto a = c.accessor<double, 2>();
     for (std::int64_t i = 0; i < c.size(0); ++i)
-        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], {}});
+        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], {},
+                        c.size(1) == kMetricColumns ? a[i][6] : 0.0});
     return rows;
 }
 
