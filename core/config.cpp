@@ -174,6 +174,46 @@ std::string AugmentationConfig::describe() const
     return text.empty() ? "none" : text;
 }
 
+std::optional<AugmentationConfig> AugmentationConfig::fromDescription(const std::string &text, std::string *error)
+{
+    AugmentationConfig a;
+    std::istringstream parts(text);
+    std::string part;
+    bool none = false, any = false;
+    while (std::getline(parts, part, ',')) {
+        std::istringstream words(part);
+        std::string word, value, extra;
+        words >> word >> value >> extra;
+        if (word.empty()) {
+            *error = "an empty part between commas";
+            return std::nullopt;
+        }
+        const bool ok = !extra.empty() ? false
+                        : word == "none" || word == "flip" ? value.empty()
+                        : word == "crop" ? parseInt(value, a.cropPadding)
+                        : word == "erasing" ? parseDouble(value, a.erasing)
+                                            : false;
+        if (!ok) {
+            const std::size_t from = part.find_first_not_of(' '), to = part.find_last_not_of(' ');
+            *error = "must be none or parts among \"crop N\", \"flip\", \"erasing P\" split by commas; \""
+                     + part.substr(from, to - from + 1) + "\" is not one";
+            return std::nullopt;
+        }
+        none |= word == "none";
+        any |= word != "none";
+        a.flip |= word == "flip";
+    }
+    if (none && any) {
+        *error = "none cannot go with other parts";
+        return std::nullopt;
+    }
+    if (!none && !any) {
+        *error = "is empty (write none for no augmentation)";
+        return std::nullopt;
+    }
+    return a;
+}
+
 std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision) const
 {
     std::vector<std::string> on, off;

@@ -1,8 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 namespace trainlab {
@@ -74,6 +74,8 @@ struct AugmentationConfig
     bool any() const { return flip || cropPadding > 0 || erasing > 0; }
     // "crop 4, flip, erasing 0.25", or "none".
     std::string describe() const;
+    // describe()'s text read back, parts in any order; nullopt with *error saying what is wrong (ranges are validate()'s).
+    static std::optional<AugmentationConfig> fromDescription(const std::string &text, std::string *error);
 };
 
 // Ends a run whose test accuracy has not risen by more than min_delta over its best for patience epochs.

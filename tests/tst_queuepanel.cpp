@@ -86,6 +86,7 @@ private Q_SLOTS:
     void damagedQueueAsideNameTaken();
     void dialogCountsRuns_data();
     void dialogCountsRuns();
+    void dialogRecipeAxes();
     void dialogAsksAboveTwoHundredRuns();
     void dialogLoadsPresets();
 
@@ -391,6 +392,29 @@ void tst_QueuePanel::dialogCountsRuns()
     }
     auto *ok = dialog.findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok);
     QCOMPARE(ok->isEnabled(), problem.isEmpty());
+}
+
+void tst_QueuePanel::dialogRecipeAxes()
+{
+    SweepDialog dialog(tinyConfig("base"));
+    auto *augmentation = child<QLineEdit>(dialog, QStringLiteral("sweepAxis_augmentation"));
+    child<QLineEdit>(dialog, QStringLiteral("sweepAxis_schedule"))->setText(QStringLiteral("constant, cosine"));
+    augmentation->setText(QStringLiteral("none; crop 2, flip"));
+    child<QLineEdit>(dialog, QStringLiteral("sweepAxis_label_smoothing"))->setText(QStringLiteral("0.1"));
+    QTRY_COMPARE(dialog.runCount(), 4LL);
+    QVERIFY2(dialog.problems().isEmpty(), qPrintable(dialog.problems().join('\n')));
+    const auto runs = trainlab::planSweep(dialog.sweep());
+    QCOMPARE(runs[3].config.schedule.kind, std::string("cosine"));
+    QCOMPARE(runs[3].config.augmentation.cropPadding, 2);
+    QVERIFY(runs[3].config.augmentation.flip);
+    QVERIFY(!runs[2].config.augmentation.any());
+    QCOMPARE(runs[2].config.labelSmoothing, 0.1);
+    // A sweep set into the dialog shows its augmentations as typed.
+    dialog.setSweep(dialog.sweep());
+    QCOMPARE(augmentation->text(), QStringLiteral("none; crop 2, flip"));
+    augmentation->setText(QStringLiteral("none; crop 2, rotate"));
+    QTRY_VERIFY(dialog.problems().join('\n').contains(QStringLiteral("axes.augmentation[1]: ")));
+    QVERIFY(!dialog.findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok)->isEnabled());
 }
 
 void tst_QueuePanel::dialogAsksAboveTwoHundredRuns()

@@ -53,6 +53,9 @@ private Q_SLOTS:
     void gridVariesTheLastAxisFastest();
     void zipPairsTheValues();
     void scalesTheLearningRateWithTheBatch();
+    void recipeAxesReachTheConfig();
+    void augmentationDescriptionsReadBack_data();
+    void augmentationDescriptionsReadBack();
     void badAxesAreNamed_data();
     void badAxesAreNamed();
     void baseFromAPathOrAPreset();
@@ -142,6 +145,60 @@ void tst_Sweep::scalesTheLearningRateWithTheBatch()
     QCOMPARE(noBatchAxis.validate().front(), std::string("scale_lr_with_batch: needs a batch_size axis to scale by, got true"));
 }
 
+void tst_Sweep::recipeAxesReachTheConfig()
+{
+    const SweepConfig s = SweepConfig::fromJson(sweepJson("zip", R"({"schedule": ["constant", "cosine"],
+        "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4],
+        "augmentation": ["none", {"crop_padding": 2, "flip": true}]})"));
+    QVERIFY2(s.validate().empty(), first(s.validate()));
+    const auto runs = trainlab::planSweep(s);
+    QCOMPARE(runs.size(), std::size_t(2));
+    QCOMPARE(runs[0].config.schedule.kind, std::string("constant"));
+    QVERIFY(!runs[0].config.augmentation.any());
+    QCOMPARE(runs[1].config.schedule.kind, std::string("cosine"));
+    QCOMPARE(runs[1].config.schedule.warmupEpochs, 0.5);
+    QCOMPARE(runs[1].config.labelSmoothing, 0.1);
+    QCOMPARE(runs[1].config.weightDecay, 5e-4);
+    QCOMPARE(runs[1].config.augmentation.cropPadding, 2);
+    QVERIFY(runs[1].config.augmentation.flip);
+    QCOMPARE(runs[1].config.augmentation.erasing, 0.0);
+    // The schedule's other keys stay the base's; the label reads as one value per axis.
+    QCOMPARE(runs[1].config.schedule.pctStart, trainlab::ScheduleConfig().pctStart);
+    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 schedule=cosine "
+                                              "warmup_epochs=0.5 augmentation=crop 2+flip"));
+    const SweepConfig back = SweepConfig::fromJson(s.toJson());
+    QCOMPARE(back.toJson(), s.toJson());
+    QCOMPARE(trainlab::planSweep(back)[1].config, runs[1].config);
+}
+
+void tst_Sweep::augmentationDescriptionsReadBack_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("described");   // describe() of what was read, or the error's words
+    QTest::addColumn<bool>("ok");
+    QTest::newRow("none") << "none" << "none" << true;
+    QTest::newRow("all three") << "crop 4, flip, erasing 0.25" << "crop 4, flip, erasing 0.25" << true;
+    QTest::newRow("any order") << " flip ,crop 2" << "crop 2, flip" << true;
+    QTest::newRow("unknown part") << "crop 2, rotate 10" << "\"rotate 10\" is not one" << false;
+    QTest::newRow("crop without pixels") << "crop" << "\"crop\" is not one" << false;
+    QTest::newRow("none with a part") << "none, flip" << "none cannot go with other parts" << false;
+    QTest::newRow("empty") << "" << "is empty" << false;
+}
+
+void tst_Sweep::augmentationDescriptionsReadBack()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, described);
+    QFETCH(bool, ok);
+    std::string why;
+    const auto a = trainlab::AugmentationConfig::fromDescription(text.toStdString(), &why);
+    QCOMPARE(a.has_value(), ok);
+    if (ok)
+        QCOMPARE(QString::fromStdString(a->describe()), described);
+    else
+        QVERIFY2(QString::fromStdString(why).contains(described), why.c_str());
+}
+
 void tst_Sweep::badAxesAreNamed_data()
 {
     QTest::addColumn<QString>("text");
@@ -165,6 +222,19 @@ void tst_Sweep::badAxesAreNamed_data()
     row("absent device", sweepJson("grid", R"({"devices": [["cpu"], ["cpu", "cuda:7"]]})"), "axes.devices[1][1]: is not on this machine");
     row("bad precision", sweepJson("grid", R"({"precision": ["fp32", "fp8"]})"),
         "axes.precision[1]: must be \"fp32\" or \"bf16\", got \"fp8\"");
+    row("unknown schedule", sweepJson("grid", R"({"schedule": ["cosine", "linear"]})"),
+        "axes.schedule[1]: schedule.kind: must be \"constant\", \"step\", \"cosine\" or \"one_cycle\", got \"linear\"");
+    row("schedule not a string", sweepJson("grid", R"({"schedule": [{"kind": "step"}]})"),
+        "axes.schedule[0]: must be a schedule kind");
+    row("one_cycle with the warm-up axis", sweepJson("grid", R"({"schedule": ["one_cycle"], "warmup_epochs": [0, 1]})"),
+        "axes.warmup_epochs[1]: schedule.warmup_epochs: must be 0 with one_cycle");
+    row("label smoothing of 1", sweepJson("grid", R"({"label_smoothing": [0, 1]})"), "axes.label_smoothing[1]: must be");
+    row("augmentation unknown key", sweepJson("grid", R"({"augmentation": [{"rotate": 10}]})"),
+        "axes.augmentation[0].rotate: unknown key");
+    row("augmentation out of range", sweepJson("grid", R"({"augmentation": [{"crop_padding": 20}]})"),
+        "axes.augmentation[0]: augmentation.crop_padding: must be 0 (off) up to 14");
+    row("augmentation a number", sweepJson("grid", R"({"augmentation": [1]})"),
+        "axes.augmentation[0]: must be an object of crop_padding, flip, erasing or \"none\", got an integer 1");
     row("bad mode", sweepJson("random", "{}"), "mode: must be \"grid\" or \"zip\", got \"random\"");
     row("too many runs",
         sweepJson("grid", R"({"learning_rate": [1,2,3,4,5,6,7,8,9,10], "batch_size": [1,2,3,4,5,6,7,8,9,10],

@@ -12,6 +12,7 @@
 #include <QVBoxLayout>
 
 #include <limits>
+#include <tuple>
 
 namespace trainlab {
 
@@ -93,6 +94,11 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_seed(axisEdit("seed", tr("e.g. 0, 1, 2")))
     , m_precision(axisEdit("precision", tr("e.g. fp32, bf16")))
     , m_momentum(axisEdit("momentum", tr("e.g. 0, 0.9")))
+    , m_weightDecay(axisEdit("weight_decay", tr("e.g. 0, 5e-4")))
+    , m_labelSmoothing(axisEdit("label_smoothing", tr("e.g. 0, 0.1")))
+    , m_schedule(axisEdit("schedule", tr("e.g. constant, cosine, one_cycle")))
+    , m_warmupEpochs(axisEdit("warmup_epochs", tr("e.g. 0, 1")))
+    , m_augmentation(axisEdit("augmentation", tr("sets split by ';', e.g. none; crop 2, flip; crop 2, flip, erasing 0.25")))
     , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
     , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
     , m_count(new QLabel(this))
@@ -128,6 +134,11 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QStringLiteral("seed"), m_seed);
     form->addRow(QStringLiteral("precision"), m_precision);
     form->addRow(QStringLiteral("momentum"), m_momentum);
+    form->addRow(QStringLiteral("weight_decay"), m_weightDecay);
+    form->addRow(QStringLiteral("label_smoothing"), m_labelSmoothing);
+    form->addRow(QStringLiteral("schedule"), m_schedule);
+    form->addRow(QStringLiteral("warmup_epochs"), m_warmupEpochs);
+    form->addRow(QStringLiteral("augmentation"), m_augmentation);
     form->addRow(QString(), m_scaleLr);
     form->addRow(QString(), m_stopOnFailure);
     auto *layout = new QVBoxLayout(this);
@@ -139,7 +150,8 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_validateTimer->setSingleShot(true);
     m_validateTimer->setInterval(150);
     connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
-    for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum})
+    for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
+                            m_weightDecay, m_labelSmoothing, m_schedule, m_warmupEpochs, m_augmentation})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
@@ -205,6 +217,13 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
     m_seed->setText(joined(sweep.seed, [](std::uint64_t v) { return QString::number(v); }));
     m_precision->setText(joined(sweep.precision, [](const std::string &p) { return QString::fromStdString(p); }));
     m_momentum->setText(joined(sweep.momentum, number));
+    m_weightDecay->setText(joined(sweep.weightDecay, number));
+    m_labelSmoothing->setText(joined(sweep.labelSmoothing, number));
+    m_schedule->setText(joined(sweep.schedule, [](const std::string &k) { return QString::fromStdString(k); }));
+    m_warmupEpochs->setText(joined(sweep.warmupEpochs, number));
+    m_augmentation->setText(joined(
+        sweep.augmentation, [](const AugmentationConfig &a) { return QString::fromStdString(a.describe()); },
+        QStringLiteral("; ")));
     m_scaleLr->setChecked(sweep.scaleLrWithBatch);
     m_stopOnFailure->setChecked(sweep.stopOnFailure);
     revalidate();
@@ -236,8 +255,24 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
             return v;
         },
         tr("must be a whole number from 0 to 2^63-1"), problems);
+    for (const auto &[axis, edit, values] : {std::tuple{"weight_decay", m_weightDecay, &s.weightDecay},
+                                             std::tuple{"label_smoothing", m_labelSmoothing, &s.labelSmoothing},
+                                             std::tuple{"warmup_epochs", m_warmupEpochs, &s.warmupEpochs}}) {
+        *values = numbers<double>(axis, edit->text(), [](const QString &t, bool *ok) { return t.toDouble(ok); },
+                                  notNumber, problems);
+    }
     for (const QString &p : items(m_precision->text()))
         s.precision.push_back(p.toStdString());
+    for (const QString &k : items(m_schedule->text()))
+        s.schedule.push_back(k.toStdString());
+    const QStringList augmentations = items(m_augmentation->text(), QLatin1Char(';'));
+    for (int i = 0; i < augmentations.size(); ++i) {
+        std::string error;
+        if (const auto a = AugmentationConfig::fromDescription(augmentations[i].toStdString(), &error))
+            s.augmentation.push_back(*a);
+        else
+            problems->append(problem("augmentation", i, augmentations[i], QString::fromStdString(error)));
+    }
     const QStringList sets = m_devices->text().trimmed().isEmpty() ? QStringList() : m_devices->text().split(QLatin1Char(';'));
     for (int i = 0; i < sets.size(); ++i) {
         const QStringList devices = items(sets[i]);

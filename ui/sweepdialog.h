@@ -58,6 +58,11 @@ private:
     QLineEdit *m_seed;
     QLineEdit *m_precision;
     QLineEdit *m_momentum;
+    QLineEdit *m_weightDecay;
+    QLineEdit *m_labelSmoothing;
+    QLineEdit *m_schedule;
+    QLineEdit *m_warmupEpochs;
+    QLineEdit *m_augmentation;
     QCheckBox *m_scaleLr;
     QCheckBox *m_stopOnFailure;
     QLabel *m_count;

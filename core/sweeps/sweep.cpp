@@ -61,6 +61,38 @@ void readAxis(const json &axes, const char *key, std::vector<T> &out, std::vecto
     }
 }
 
+// Each value an augmentation object (keys left out are off) or "none".
+void readAugmentationAxis(const json &axes, std::vector<AugmentationConfig> &out, std::vector<std::string> &problems,
+                          const std::map<std::string, std::string> &written)
+{
+    const auto it = axes.find("augmentation");
+    if (it == axes.end())
+        return;
+    if (!it->is_array() || it->empty()) {
+        problems.push_back("axes.augmentation: must be a non-empty list of augmentation objects or \"none\", got "
+                           + typeName(*it) + " " + describe(*it));
+        return;
+    }
+    for (std::size_t i = 0; i < it->size(); ++i) {
+        const json &v = (*it)[i];
+        const std::string path = "axes.augmentation[" + std::to_string(i) + "]";
+        AugmentationConfig a;
+        if (v.is_string() && v.get<std::string>() == "none") {
+            out.push_back(a);
+        } else if (v.is_object()) {
+            Reader r(v, path, problems, written);
+            r.checkUnknown({"flip", "crop_padding", "erasing"});
+            r.boolean("flip", a.flip);
+            r.integer("crop_padding", a.cropPadding, 0, 100000);
+            r.number("erasing", a.erasing);
+            out.push_back(a);
+        } else {
+            problems.push_back(path + ": must be an object of crop_padding, flip, erasing or \"none\", got "
+                               + typeName(v) + " " + describe(v));
+        }
+    }
+}
+
 bool readBool(const json &root, const char *key, bool &out, std::vector<std::string> &problems)
 {
     const auto it = root.find(key);
@@ -137,6 +169,24 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
         } else if (axis == "momentum") {
             c.momentum = s.momentum[i];
             shown = number(c.momentum);
+        } else if (axis == "weight_decay") {
+            c.weightDecay = s.weightDecay[i];
+            shown = number(c.weightDecay);
+        } else if (axis == "label_smoothing") {
+            c.labelSmoothing = s.labelSmoothing[i];
+            shown = number(c.labelSmoothing);
+        } else if (axis == "schedule") {
+            c.schedule.kind = s.schedule[i];
+            shown = c.schedule.kind;
+        } else if (axis == "warmup_epochs") {
+            c.schedule.warmupEpochs = s.warmupEpochs[i];
+            shown = number(c.schedule.warmupEpochs);
+        } else if (axis == "augmentation") {
+            c.augmentation = s.augmentation[i];
+            // "crop 2+flip": one value, with no comma to read as a separator.
+            shown = c.augmentation.describe();
+            for (std::size_t at = shown.find(", "); at != std::string::npos; at = shown.find(", "))
+                shown.replace(at, 2, "+");
         }
         tag.values.emplace_back(axis, shown);
     }
@@ -174,10 +224,23 @@ std::vector<Choice> choices(const SweepConfig &s)
     return out;
 }
 
-// The key a config problem ("devices[1]: ...", "batch_size: ...") is about.
-std::string axisOfProblem(const std::string &problem)
+// The key a config problem ("devices[1]: ...", "batch_size: ...", "schedule.kind: ...") is about.
+std::string keyOfProblem(const std::string &problem)
 {
     return problem.substr(0, problem.find_first_of(":["));
+}
+
+// The swept axis that set a problem's key, or "" when the base did.
+std::string axisOfKey(const std::string &key, const std::vector<std::string> &axes)
+{
+    const auto active = [&axes](const char *axis) { return std::find(axes.begin(), axes.end(), axis) != axes.end(); };
+    if (key == "schedule.warmup_epochs" && active("warmup_epochs"))
+        return "warmup_epochs";
+    if (key.rfind("schedule.", 0) == 0 && active("schedule"))
+        return "schedule";
+    if (key.rfind("augmentation.", 0) == 0 && active("augmentation"))
+        return "augmentation";
+    return active(key.c_str()) ? key : std::string();
 }
 
 } // namespace
@@ -192,8 +255,9 @@ std::string SweepTag::label() const
 
 const std::vector<std::string> &sweepAxisNames()
 {
-    static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs",
-                                                   "seed", "precision", "momentum"};
+    static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs", "seed",
+                                                   "precision", "momentum", "weight_decay", "label_smoothing",
+                                                   "schedule", "warmup_epochs", "augmentation"};
     return names;
 }
 
@@ -213,6 +277,16 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return precision.size();
     if (axis == "momentum")
         return momentum.size();
+    if (axis == "weight_decay")
+        return weightDecay.size();
+    if (axis == "label_smoothing")
+        return labelSmoothing.size();
+    if (axis == "schedule")
+        return schedule.size();
+    if (axis == "warmup_epochs")
+        return warmupEpochs.size();
+    if (axis == "augmentation")
+        return augmentation.size();
     return 0;
 }
 
@@ -280,10 +354,13 @@ std::vector<std::string> SweepConfig::validate() const
         SweepTag tag;
         const ExperimentConfig run = applyChoice(*this, all[k], tag);
         for (const auto &p : run.validate()) {
-            const std::string axis = axisOfProblem(p);
+            const std::string key = keyOfProblem(p);
+            const std::string axis = axisOfKey(key, axes);
             std::string named;
-            if (std::find(axes.begin(), axes.end(), axis) != axes.end()) {
-                named = "axes." + axis + "[" + std::to_string(all[k].index.at(axis)) + "]" + p.substr(axis.size());
+            if (!axis.empty()) {
+                const std::string at = "axes." + axis + "[" + std::to_string(all[k].index.at(axis)) + "]";
+                // A key inside the axis's object ("schedule.warmup_epochs" of a schedule value) stays named.
+                named = key == axis ? at + p.substr(axis.size()) : at + ": " + p;
                 if (axis == "learning_rate" && scaleLrWithBatch)
                     named += " (after scale_lr_with_batch, run " + std::to_string(k + 1) + ": " + tag.label() + ")";
             } else {
@@ -313,6 +390,16 @@ std::string SweepConfig::toJson() const
         axes["precision"] = precision;
     if (!momentum.empty())
         axes["momentum"] = momentum;
+    if (!weightDecay.empty())
+        axes["weight_decay"] = weightDecay;
+    if (!labelSmoothing.empty())
+        axes["label_smoothing"] = labelSmoothing;
+    if (!schedule.empty())
+        axes["schedule"] = schedule;
+    if (!warmupEpochs.empty())
+        axes["warmup_epochs"] = warmupEpochs;
+    for (const AugmentationConfig &a : augmentation)
+        axes["augmentation"].push_back({{"flip", a.flip}, {"crop_padding", a.cropPadding}, {"erasing", a.erasing}});
     json j = {
         {"schema_version", kSchemaVersion},
         {"name", name},
@@ -361,6 +448,25 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
             out = v.get<double>();
             return true;
         });
+        const std::pair<const char *, std::vector<double> *> numberAxes[] = {
+            {"weight_decay", &s.weightDecay}, {"label_smoothing", &s.labelSmoothing}, {"warmup_epochs", &s.warmupEpochs}};
+        for (const auto &[key, values] : numberAxes) {
+            readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {
+                if (!v.is_number())
+                    return false;
+                out = v.get<double>();
+                return true;
+            });
+        }
+        readAxis<std::string>(*axes, "schedule", s.schedule, problems,
+                              "a schedule kind: \"constant\", \"step\", \"cosine\" or \"one_cycle\"",
+                              [](const json &v, std::string &out) {
+                                  if (!v.is_string())
+                                      return false;
+                                  out = v.get<std::string>();
+                                  return true;
+                              });
+        readAugmentationAxis(*axes, s.augmentation, problems, doc.written);
         readAxis<std::int64_t>(*axes, "batch_size", s.batchSize, problems, "an integer from 1 to 1000000",
                                [](const json &v, std::int64_t &out) { return isInteger(v) && fitsInto(v, out); });
         readAxis<int>(*axes, "epochs", s.epochs, problems, "an integer from 1 to 100000",

@@ -42,6 +42,11 @@ struct SweepConfig
     std::vector<std::uint64_t> seed;
     std::vector<std::string> precision;
     std::vector<double> momentum;
+    std::vector<double> weightDecay;
+    std::vector<double> labelSmoothing;
+    std::vector<std::string> schedule;              // schedule kinds; the schedule's other keys are the base's
+    std::vector<double> warmupEpochs;               // schedule.warmup_epochs
+    std::vector<AugmentationConfig> augmentation;   // each a whole augmentation object
     // The linear scaling rule: each run's learning rate is multiplied by its batch size / base.batch_size.
     bool scaleLrWithBatch = false;
     bool stopOnFailure = false;
