@@ -4,6 +4,7 @@
 #include <QDir>
 #include <QImage>
 #include <QSet>
+#include <QSignalSpy>
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QValueAxis>
@@ -39,6 +40,7 @@ private Q_SLOTS:
     void overlaysAreNamedSeries();
     void trainCurvesCanBeHidden();
     void learningRateOnItsOwnAxis();
+    void learningRateShowsForASchedule();
     void exportWritesAFile_data();
     void exportWritesAFile();
     void exportToAMissingFolderFails();
@@ -183,6 +185,40 @@ void tst_AccuracyChart::learningRateOnItsOwnAxis()
     QVERIFY(lrAxis->max() >= 0.4 && lrAxis->max() < 0.5);
     chart.beginRun(QStringLiteral("next"), 3);
     QCOMPARE(chart.learningRatePointCount(), 0);
+    QVERIFY(chart.isLearningRateVisible());   // chosen by the user: kept
+}
+
+void tst_AccuracyChart::learningRateShowsForASchedule()
+{
+    AccuracyChart chart;
+    QSignalSpy shown(&chart, &AccuracyChart::learningRateVisibleChanged);
+    chart.beginRun(QStringLiteral("constant"), 2);
+    EpochMetrics m = epoch(1, 0.4);
+    m.learningRate = 0.1;
+    chart.addEpoch(m);
+    m.epoch = 2;
+    chart.addEpoch(m);
+    chart.flush();
+    QVERIFY(!chart.isLearningRateVisible());   // a constant rate is not worth an axis
+    chart.beginRun(QStringLiteral("cosine"), 2);
+    chart.addEpoch(m);
+    m.epoch = 3;
+    m.learningRate = 0.05;
+    chart.addEpoch(m);
+    chart.flush();
+    QVERIFY(chart.isLearningRateVisible());
+    QCOMPARE(shown.count(), 1);
+    QCOMPARE(shown.last().first().toBool(), true);
+    chart.beginRun(QStringLiteral("constant again"), 2);
+    QVERIFY(!chart.isLearningRateVisible());
+    // Once the user hides it, a schedule no longer brings it back.
+    chart.setLearningRateVisible(false);
+    chart.addEpoch(m);
+    m.epoch = 4;
+    m.learningRate = 0.01;
+    chart.addEpoch(m);
+    chart.flush();
+    QVERIFY(!chart.isLearningRateVisible());
 }
 
 void tst_AccuracyChart::exportWritesAFile_data()

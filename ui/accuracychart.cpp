@@ -10,6 +10,7 @@
 #include <QLineSeries>
 #include <QPainter>
 #include <QScatterSeries>
+#include <QSignalBlocker>
 #include <QToolTip>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -79,7 +80,8 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     attach(m_trainAcc, m_axisAcc);
     attach(m_loss, m_axisLoss);
     attach(m_lr, m_axisLr);
-    setLearningRateVisible(false);
+    m_lr->setVisible(false);
+    m_axisLr->setVisible(false);
     attach(m_bestMarker, m_axisAcc);
     m_flushTimer.setSingleShot(true);
     m_flushTimer.setInterval(40);
@@ -121,6 +123,8 @@ void AccuracyChart::beginRun(const QString &name, int epochs)
     m_best = QPointF();
     m_maxLoss = 0.0;
     m_maxLr = 0.0;
+    if (!m_learningRateChosen)
+        showLearningRate(false);
     m_epochs = std::max(1, epochs);
     m_testAcc->setName(name.isEmpty() ? tr("test acc") : tr("%1 test acc").arg(name));
     updateRanges();
@@ -172,6 +176,8 @@ void AccuracyChart::flush()
         m_epochs = std::max(m_epochs, m.epoch);
     }
     m_pending.clear();
+    if (!m_learningRateChosen && m_lr->count() > 1 && m_lr->at(0).y() != m_lr->at(m_lr->count() - 1).y())
+        showLearningRate(true);
     if (!m_best.isNull())
         m_bestMarker->replace(QList<QPointF>{m_best});
     updateRanges();
@@ -220,8 +226,22 @@ void AccuracyChart::setLossVisible(bool visible)
 
 void AccuracyChart::setLearningRateVisible(bool visible)
 {
+    m_learningRateChosen = true;
+    showLearningRate(visible);
+}
+
+void AccuracyChart::showLearningRate(bool visible)
+{
+    if (m_lr->isVisible() == visible)
+        return;
     m_lr->setVisible(visible);
     m_axisLr->setVisible(visible);
+    Q_EMIT learningRateVisibleChanged(visible);
+}
+
+bool AccuracyChart::isLearningRateVisible() const
+{
+    return m_lr->isVisible();
 }
 
 int AccuracyChart::learningRatePointCount() const
@@ -281,6 +301,10 @@ QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
     auto *showLr = new QCheckBox(tr("learning rate"));
     showLr->setObjectName(QStringLiteral("showLearningRate"));
     connect(showLr, &QCheckBox::toggled, chart, &AccuracyChart::setLearningRateVisible);
+    connect(chart, &AccuracyChart::learningRateVisibleChanged, showLr, [showLr](bool visible) {
+        const QSignalBlocker block(showLr);
+        showLr->setChecked(visible);
+    });
     auto *options = new QHBoxLayout;
     options->addWidget(new QLabel(tr("Show:")));
     options->addWidget(showTrainAcc);

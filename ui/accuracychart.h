@@ -43,9 +43,16 @@ public:
     void setOverlays(const QVector<Overlay> &overlays);
     void setTrainAccVisible(bool visible);
     void setLossVisible(bool visible);
-    // The learning rate at each epoch's first step (metrics.csv's learning_rate) on its own axis.
+    // The learning rate at each epoch's first step (metrics.csv's learning_rate) on its own axis. Until the user
+    // chooses here, it shows itself when a run's rate changes between epochs (a schedule) and hides for the next run.
     void setLearningRateVisible(bool visible);
+    bool isLearningRateVisible() const;
     int learningRatePointCount() const;
+
+Q_SIGNALS:
+    void learningRateVisibleChanged(bool visible);
+
+public:
 
     int livePointCount() const;
     int overlayCount() const { return m_overlays.size(); }
@@ -61,6 +68,7 @@ public:
 
 private:
     void updateRanges();
+    void showLearningRate(bool visible);
     void attach(QAbstractSeries *series, QValueAxis *y);
     void showTip(const QString &series, const QPointF &point, bool state, char format);
 
@@ -81,6 +89,7 @@ private:
     int m_epochs = 1;
     double m_maxLoss = 0.0;
     double m_maxLr = 0.0;
+    bool m_learningRateChosen = false;   // the user set the learning rate's visibility: no more automatic showing
 };
 
 // An epoch axis from 1 to last with about ten ticks on whole epochs. Qt Charts makes one tick item per
