@@ -2,6 +2,7 @@
 #include "core/data/idx.h"
 #include "core/util/sha256.h"
 #include "ui/experimentform.h"
+#include "ui/augmentpreview.h"
 #include "ui/schedulepreview.h"
 
 #include "core/train/schedule.h"
@@ -10,6 +11,7 @@
 #include "httpserver.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QLabel>
@@ -19,6 +21,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <QToolButton>
 #include <QtTest>
 
 #include <algorithm>
@@ -44,6 +47,7 @@ private Q_SLOTS:
     void learningRateText();
     void perDeviceBatch();
     void schedulePreviewFollowsTheForm();
+    void augmentPreviewFollowsTheForm();
     void datasetStatus();
     void downloadDataset_data();
     void downloadDataset();
@@ -269,6 +273,52 @@ void tst_ExperimentForm::schedulePreviewFollowsTheForm()
     const std::int64_t perEpoch = (points.size() - 1) / 4;
     QCOMPARE(points[mid].y(), trainlab::learningRateAt(now, mid, perEpoch));
     QVERIFY2(preview->caption().contains(QStringLiteral("cosine")), qPrintable(preview->caption()));
+}
+
+void tst_ExperimentForm::augmentPreviewFollowsTheForm()
+{
+    ExperimentForm form;
+    form.setConfig(ExperimentConfig());
+    trainlab::AugmentPreview *preview = form.augmentPreview();
+    QCOMPARE(preview->imageCount(), trainlab::AugmentPreview::kImages);
+    auto *again = preview->findChild<QToolButton *>(QStringLiteral("augmentDrawAgain"));
+    for (int i = 0; i < preview->imageCount(); ++i)
+        QCOMPARE(preview->augmented(i), preview->original(i));   // off: trained as they are
+    QVERIFY(!again->isEnabled());
+
+    field<QCheckBox>(form, "flip")->setChecked(true);
+    QVERIFY2(preview->caption().contains(QStringLiteral("flip")), qPrintable(preview->caption()));
+    // Each image as it is or mirrored, about half of them mirrored over a few steps (seed 0's step 0 mirrors none).
+    int mirrored = 0;
+    for (int step = 0; step < 4; ++step) {
+        QCOMPARE(preview->step(), std::int64_t(step));
+        for (int i = 0; i < preview->imageCount(); ++i) {
+            const QImage flipped = preview->original(i).mirrored(true, false);
+            QVERIFY(preview->augmented(i) == preview->original(i) || preview->augmented(i) == flipped);
+            mirrored += preview->augmented(i) == flipped && flipped != preview->original(i);
+        }
+        again->click();
+    }
+    QVERIFY2(mirrored >= 6 && mirrored <= 18, qPrintable(QString::number(mirrored)));
+
+    // Another step draws other alterations of the same images; the seed changes them as it changes the run's.
+    auto *erasing = field<QLineEdit>(form, "erasing");
+    erasing->selectAll();
+    QTest::keyClicks(erasing, QStringLiteral("1"));
+    QVector<QImage> first;
+    for (int i = 0; i < preview->imageCount(); ++i)
+        first << preview->augmented(i);
+    QVERIFY(again->isEnabled());
+    again->click();
+    QCOMPARE(preview->step(), std::int64_t(5));
+    int changed = 0;
+    for (int i = 0; i < preview->imageCount(); ++i)
+        changed += preview->augmented(i) != first[i];
+    QVERIFY(changed > 0);
+
+    field<QSpinBox>(form, "cropPadding")->setValue(20);
+    QVERIFY2(preview->caption().contains(QStringLiteral("out of range")), qPrintable(preview->caption()));
+    QVERIFY(!again->isEnabled());
 }
 
 void tst_ExperimentForm::datasetStatus()

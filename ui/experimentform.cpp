@@ -1,10 +1,10 @@
 #include "ui/experimentform.h"
 
-#include "ui/schedulepreview.h"
-
 #include "core/data/idx.h"
 #include "core/train/devices.h"
+#include "ui/augmentpreview.h"
 #include "ui/datasetdownload.h"
+#include "ui/schedulepreview.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -104,6 +104,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_precision(new QComboBox)
     , m_schedule(new QComboBox)
     , m_schedulePreview(new SchedulePreview)
+    , m_augmentPreview(new AugmentPreview)
     , m_warmup(lineEdit("warmupEpochs", tr("epochs, e.g. 1 or 0.5")))
     , m_nesterov(new QCheckBox(tr("Nesterov momentum")))
     , m_decayNormAndBias(new QCheckBox(tr("Weight decay on BatchNorm and biases too")))
@@ -215,6 +216,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(tr("Augment: &crop padding (0: off):"), m_cropPadding);
     advancedForm->addRow(QString(), m_flip);
     advancedForm->addRow(tr("Augment: rand&om erasing:"), m_erasing);
+    advancedForm->addRow(QString(), m_augmentPreview);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(QString(), m_decayNormAndBias);
     advancedForm->addRow(tr("&Precision:"), m_precision);
@@ -473,7 +475,9 @@ void ExperimentForm::onEdited()
 
 void ExperimentForm::refreshDerived()
 {
-    m_schedulePreview->setConfig(config());
+    const ExperimentConfig c = config();
+    m_schedulePreview->setConfig(c);
+    m_augmentPreview->setConfig(c);
     const int kind = m_datasetKind->currentIndex();
     const bool folder = kind == kFolderKind;
     m_datasetPath->setVisible(folder);

@@ -19,6 +19,7 @@ class QSpinBox;
 
 namespace trainlab {
 
+class AugmentPreview;
 class SchedulePreview;
 
 // The experiment being edited: every field of an ExperimentConfig, checked by the core's validate().
@@ -33,6 +34,7 @@ public:
     void setConfig(const ExperimentConfig &config);
     ExperimentConfig config() const;
     SchedulePreview *schedulePreview() const { return m_schedulePreview; }
+    AugmentPreview *augmentPreview() const { return m_augmentPreview; }
     // Text that does not parse, then the core's validate(); each "key: what is wrong, got value".
     QStringList problems() const;
     bool isValid() const { return m_problemsList.isEmpty(); }
@@ -91,6 +93,7 @@ private:
     QComboBox *m_precision;
     QComboBox *m_schedule;
     SchedulePreview *m_schedulePreview;
+    AugmentPreview *m_augmentPreview;
     QLineEdit *m_warmup;
     QCheckBox *m_nesterov;
     QCheckBox *m_decayNormAndBias;

@@ -1,4 +1,5 @@
 #include "core/data/augment.h"
+#include "core/data/augmentimages.h"
 
 #include <torch/torch.h>
 
@@ -104,6 +105,28 @@ torch::Tensor applyAugmentation(const torch::Tensor &images, const std::vector<A
                                                       .view({n, 1, 1, w}));
     const torch::Tensor keep = rowIn.view({n, 1, h, 1}).logical_and(colIn.view({n, 1, 1, w})).logical_and(erased.logical_not());
     return out.mul_(keep.to(out.scalar_type()));
+}
+
+std::vector<std::uint8_t> augmentImageBytes(const AugmentationConfig &config, std::uint64_t seed, std::int64_t step,
+                                            const std::vector<std::uint8_t> &pixels, std::int64_t count,
+                                            std::int64_t height, std::int64_t width)
+{
+    if (count < 0 || height < 1 || width < 1 || pixels.size() != static_cast<std::size_t>(count * height * width))
+        throw std::invalid_argument("augmentImageBytes: " + std::to_string(pixels.size()) + " bytes are not "
+                                    + std::to_string(count) + " images of " + std::to_string(height) + "x"
+                                    + std::to_string(width));
+    const std::vector<AugmentDraw> draws = drawAugmentation(config, seed, step, count, height, width);
+    if (draws.empty())
+        return pixels;
+    const torch::Tensor bytes = torch::from_blob(const_cast<std::uint8_t *>(pixels.data()), {count, 1, height, width},
+                                                 torch::kUInt8);
+    const torch::Tensor out = applyAugmentation(bytes.to(torch::kFloat32).div_(255.0), draws, 0)
+                                  .mul_(255.0)
+                                  .round_()
+                                  .clamp_(0, 255)
+                                  .to(torch::kUInt8)
+                                  .contiguous();
+    return std::vector<std::uint8_t>(out.data_ptr<std::uint8_t>(), out.data_ptr<std::uint8_t>() + out.numel());
 }
 
 } // namespace trainlab
