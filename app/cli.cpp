@@ -8,6 +8,7 @@
 #include "core/eval/evaluation.h"
 #include "core/eval/export.h"
 #include "core/monitor/devicemonitor.h"
+#include "core/monitor/devicesampler.h"
 #include "core/runs/report.h"
 #include "core/runs/runrecord.h"
 #include "core/runs/runstorage.h"
@@ -65,8 +66,11 @@ public:
         std::printf("%s%s\n", m_tty ? "\r\033[K" : "", trainlab::epochLine(m, m_epochs).c_str());
         if (const std::string shares = trainlab::timeSharesLine(m); !shares.empty())
             std::printf("  %s\n", shares.c_str());
-        // Over the epoch: the CPU share since the previous line; each GPU as NVML reads it now.
-        if (m_monitor) {
+        // The record's figures over the epoch (devices.csv); without a record, each device as it reads now.
+        if (m_monitor && !m.devices.empty()) {
+            for (const trainlab::DeviceEpochStats &d : m.devices)
+                std::printf("  monitor %s\n", trainlab::formatEpochStats(d).c_str());
+        } else if (m_monitor) {
             for (const trainlab::DeviceReading &r : m_monitor->read())
                 std::printf("  monitor %s\n", trainlab::formatReading(r).c_str());
         }

@@ -709,9 +709,20 @@ void tst_Cli::monitorLinePerEpoch()
     args << QStringLiteral("--monitor");
     const Outcome o = finish(start(args, env), 120000);
     QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
-    QCOMPARE(o.out.count(QRegularExpression(QStringLiteral("\n  monitor cpu: \\d+% of \\d+ cores?, [0-9.]+ GiB resident"))), 2);
-    QCOMPARE(o.out.count(QStringLiteral("\n  monitor gpu0 Fake H200 #0: 87%, 40.0 of 150.0 GiB, 61 C, 420 of 700 W")), 2);
-    QVERIFY(o.out.contains(QStringLiteral("monitor gpu1 Fake H200 #1: 3%, 1.0 of 150.0 GiB, 33 C, power n/a")));
+    // Each epoch's figures, as devices.csv keeps them: means and peaks over the epoch's readings.
+    QCOMPARE(o.out.count(QRegularExpression(QStringLiteral("\n  monitor cpu: mean \\d+% of \\d+ cores?, peak [0-9.]+ GiB resident\n"))), 2);
+    QCOMPARE(o.out.count(QStringLiteral("\n  monitor gpu0 Fake H200 #0: mean 87%, peak 40.0 of 150.0 GiB, 61 C, 420 W")), 2);
+    QVERIFY(o.out.contains(QStringLiteral("monitor gpu1 Fake H200 #1: mean 3%, peak 1.0 of 150.0 GiB, 33 C\n")));
+    const auto listed = trainlab::listRuns(m_dir.filePath(QStringLiteral("runs")).toStdString());
+    QVERIFY(!listed.empty());
+    const auto rows = trainlab::readDeviceEpochs(listed.front().dir);
+    QCOMPARE(rows.size(), std::size_t(6));   // 2 epochs x (cpu, gpu0, gpu1)
+    QCOMPARE(rows[4].epoch, 2);
+    QCOMPARE(rows[4].stats.id, std::string("gpu0"));
+    QCOMPARE(*rows[4].stats.peakMemory, std::uint64_t(40) << 30);
+    QCOMPARE(*rows[4].stats.meanUtilization, 87.0);
+    QVERIFY(rows[4].stats.samples >= 1);
+    QVERIFY(!rows[5].stats.meanPower);       // NOT_SUPPORTED stays empty, not 0
     const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
     QCOMPARE(plain.exitCode, 2);
     QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));

@@ -1,4 +1,6 @@
 #include "core/monitor/devicemonitor.h"
+#include "core/monitor/devicesampler.h"
+#include "core/runs/runrecord.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -26,6 +28,8 @@ private Q_SLOTS:
     void noLibrary_data();
     void noLibrary();
     void cpuRowAgainstProc();
+    void epochMeansAndPeaks();
+    void devicesCsvPerEpoch();
 };
 
 void tst_DeviceMonitor::init()
@@ -138,6 +142,82 @@ void tst_DeviceMonitor::cpuRowAgainstProc()
     QVERIFY2(std::abs(static_cast<double>(*r.memoryUsed) - static_cast<double>(vmRss)) < 0.1 * static_cast<double>(vmRss),
              (std::to_string(*r.memoryUsed) + " vs " + std::to_string(vmRss)).c_str());
     QVERIFY(trainlab::formatReading(r).rfind("cpu: ", 0) == 0);
+}
+
+void tst_DeviceMonitor::epochMeansAndPeaks()
+{
+    trainlab::DeviceEpochMeter meter;
+    DeviceReading cpu, gpu;
+    cpu.id = "cpu";
+    cpu.utilization = 100.0;
+    cpu.memoryUsed = std::uint64_t(1) << 30;
+    gpu.id = "gpu0";
+    gpu.name = "G";
+    gpu.utilization = 90.0;
+    gpu.memoryUsed = std::uint64_t(3) << 30;
+    gpu.memoryTotal = std::uint64_t(8) << 30;
+    gpu.temperature = 60.0;
+    meter.add({cpu, gpu});
+    cpu.utilization = 200.0;
+    cpu.memoryUsed = std::uint64_t(2) << 30;
+    gpu.utilization.reset();                    // a reading without the field: left out of the mean
+    gpu.memoryUsed = std::uint64_t(1) << 30;    // the peak stays
+    gpu.temperature = 70.0;
+    gpu.lost = true;
+    meter.add({cpu, gpu});
+    const auto epoch = meter.take();
+    QCOMPARE(epoch.size(), std::size_t(2));
+    QCOMPARE(epoch[0].id, std::string("cpu"));
+    QCOMPARE(*epoch[0].meanUtilization, 150.0);
+    QCOMPARE(*epoch[0].peakMemory, std::uint64_t(2) << 30);
+    QCOMPARE(epoch[1].samples, 2);
+    QCOMPARE(*epoch[1].meanUtilization, 90.0);
+    QCOMPARE(*epoch[1].peakMemory, std::uint64_t(3) << 30);
+    QCOMPARE(*epoch[1].peakTemperature, 70.0);
+    QVERIFY(!epoch[1].meanPower);
+    QVERIFY(epoch[1].lost);
+    QCOMPARE(trainlab::formatEpochStats(epoch[1]), std::string("gpu0 G: mean 90%, peak 3.0 of 8.0 GiB, 70 C, lost during the epoch"));
+    QVERIFY(meter.take().empty());   // the next epoch starts afresh
+}
+
+// devices.csv gains each epoch's rows as the record commits it; a resume keeps the rows of the epochs kept.
+void tst_DeviceMonitor::devicesCsvPerEpoch()
+{
+    QTemporaryDir dir;
+    trainlab::ExperimentConfig config;
+    config.name = "sampled";
+    config.checkpoints = "none";
+    std::string runDir;
+    {
+        trainlab::RunRecord record(dir.path().toStdString(), config, {"cpu"});
+        runDir = record.dir();
+        record.startDeviceSampling();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));   // a CPU share needs more than 10 ms to measure
+        record.commitEpoch({1, 2.0, 0.1, 0.2, 1.0, 10.0, {}, 0.1, {}}, {});
+        QCOMPARE(record.lastDevices().size(), std::size_t(3));   // the CPU and the fake's two GPUs
+        record.commitEpoch({2, 1.0, 0.3, 0.4, 1.0, 10.0, {}, 0.1, {}}, {});
+    }
+    auto rows = trainlab::readDeviceEpochs(runDir);
+    QCOMPARE(rows.size(), std::size_t(6));
+    QCOMPARE(rows[1].epoch, 1);
+    QCOMPARE(rows[1].stats.name, std::string("Fake H200 #0"));
+    QCOMPARE(*rows[1].stats.memoryTotal, std::uint64_t(150) << 30);
+    QCOMPARE(*rows[1].stats.meanPower, 420.0);
+    QVERIFY(rows[0].stats.meanUtilization.has_value());
+    {
+        auto record = trainlab::RunRecord::reopen(runDir, config, {{1, 2.0, 0.1, 0.2, 1.0, 10.0, {}, 0.1, {}}}, 1);
+        record->startDeviceSampling();
+        record->commitEpoch({2, 0.9, 0.3, 0.5, 1.0, 10.0, {}, 0.1, {}}, {});
+    }
+    rows = trainlab::readDeviceEpochs(runDir);
+    QCOMPARE(rows.size(), std::size_t(6));   // epoch 1's rows kept, epoch 2's written again, not twice
+    QCOMPARE(rows[3].epoch, 2);
+    QCOMPARE(rows[5].epoch, 2);
+    // A run recorded before devices.csv, or a damaged row, reads as no rows rather than failing.
+    QVERIFY(trainlab::readDeviceEpochs(dir.path().toStdString() + "/none").empty());
+    QCOMPARE(trainlab::parseDeviceEpochs(std::string(trainlab::RunRecord::devicesHeader())
+                                         + "\n1,cpu,x,2,50.0,,,,,0\n1,gpu0,y,two,,,,,,0\n").size(),
+             std::size_t(1));
 }
 
 QTEST_GUILESS_MAIN(tst_DeviceMonitor)

@@ -50,7 +50,7 @@ void writePulloverRun(const std::string &run)
     trainlab::CheckpointInfo info;
     info.epoch = 4;
     for (int epoch = 1; epoch <= 4; ++epoch)
-        info.metrics.push_back({epoch, 1.0, 0.1, 0.1, 1.0, 1.0, {}});
+        info.metrics.push_back({epoch, 1.0, 0.1, 0.1, 1.0, 1.0, {}, 0.0, {}});
     trainlab::saveCheckpoint(run + "/checkpoint.pt", *net, sgd, info);
 }
 

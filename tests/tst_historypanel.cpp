@@ -41,7 +41,7 @@ QString tst_HistoryPanel::fakeRun(const QString &name, const QList<double> &test
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
     trainlab::RunResult result;
     for (int i = 0; i < testAcc.size(); ++i) {
-        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}};
+        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}};
         record.commitEpoch(m, std::string());
         result.epochs.push_back(m);
     }

@@ -291,7 +291,7 @@ void tst_Hostile::localeNeverChangesFiles()
     trainlab::ExperimentConfig config;
     config.name = "locale";
     trainlab::RunRecord record(m_runs, config, {"cpu"});
-    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}, 0.0125}, {});
+    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}, 0.0125, {}}, {});
     const std::string metrics = readText(record.dir() + "/metrics.csv");
     QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5,0.0125\n");
     // Rows the CLI wrote under the C locale read back whole under this one.
@@ -353,12 +353,12 @@ void tst_Hostile::vanishedFolderSaysSo()
     trainlab::ExperimentConfig config;
     config.name = "vanish";
     trainlab::RunRecord record(m_runs, config, {"cpu"});
-    record.commitEpoch({1, 0.5, 0.5, 0.5, 1.0, 10.0, {}}, "checkpoint bytes");
+    record.commitEpoch({1, 0.5, 0.5, 0.5, 1.0, 10.0, {}, 0.0, {}}, "checkpoint bytes");
     QVERIFY(!record.folderGone());
     fs::remove_all(record.dir());
     QVERIFY(record.folderGone());
     try {
-        record.commitEpoch({2, 0.5, 0.5, 0.6, 1.0, 10.0, {}}, "checkpoint bytes");
+        record.commitEpoch({2, 0.5, 0.5, 0.6, 1.0, 10.0, {}, 0.0, {}}, "checkpoint bytes");
         QFAIL("an epoch was committed into a deleted folder");
     } catch (const std::runtime_error &e) {
         QVERIFY2(std::string(e.what()).find("deleted or moved while the run was training") != std::string::npos, e.what());

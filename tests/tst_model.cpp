@@ -90,7 +90,7 @@ void tst_Model::checkpointRoundTrip()
     info.epoch = 3;
     info.seed = 1;
     info.config = "{\"name\":\"x\"}";
-    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}, 0.05}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}, 0.1}, {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}, 0.025}};
+    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}, 0.05, {}}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}, 0.1, {}}, {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}, 0.025, {}}};
     trainlab::saveCheckpoint(path, *net, sgd, info);
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"checkpoint.pt"});
 

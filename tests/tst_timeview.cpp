@@ -36,8 +36,19 @@ void tst_TimeView::barsPerEpochAndRank()
     QCOMPARE(view.part(1, 1), 2.0);    // epoch 1, rank 1: compute
     QCOMPARE(view.part(2, 3), 1.0);    // epoch 2, rank 1: all-reduce
     QCOMPARE(view.part(0, 2), 0.02);   // epoch 2, rank 0: data
+    QVERIFY(view.devicesText().isEmpty());
+    trainlab::EpochMetrics withDevices = epoch(3, 1);
+    trainlab::DeviceEpochStats cpu;
+    cpu.id = "cpu";
+    cpu.name = "2 cores";
+    cpu.meanUtilization = 180.0;
+    cpu.peakMemory = std::uint64_t(3) << 29;
+    withDevices.devices.push_back(cpu);
+    view.addEpoch(withDevices);
+    QCOMPARE(view.devicesText(), QStringLiteral("Epoch 3 on this machine's devices: cpu: mean 180% of 2 cores, peak 1.5 GiB resident"));
     view.clear();
     QCOMPARE(view.barCount(), 0);
+    QVERIFY(view.devicesText().isEmpty());
 }
 
 void tst_TimeView::oldBarsScrollOut()

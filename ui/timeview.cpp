@@ -1,5 +1,7 @@
 #include "ui/timeview.h"
 
+#include "core/monitor/devicesampler.h"
+
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
@@ -26,7 +28,7 @@ TimeView::TimeView(QWidget *parent)
     setObjectName(QStringLiteral("timeView"));
     setRenderHint(QPainter::Antialiasing);
     auto *chart = new QChart;
-    // Compact, as it lives in a tab under the main chart: the legend at the side, no title.
+    // Compact, as it lives in a tab under the main chart: the legend at the side, the devices' line as title.
     chart->setMargins(QMargins(2, 2, 2, 2));
     setToolTip(tr("Where each epoch's training time went, per rank (seconds, host clock)"));
     const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other")};
@@ -44,6 +46,9 @@ TimeView::TimeView(QWidget *parent)
     m_series->attachAxis(m_axisX);
     m_series->attachAxis(m_axisY);
     chart->legend()->setAlignment(Qt::AlignRight);
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.85);
+    chart->setTitleFont(small);
     setChart(chart);
     rebuild();
 }
@@ -52,11 +57,23 @@ void TimeView::clear()
 {
     m_bars.clear();
     m_labels.clear();
+    chart()->setTitle(QString());
     rebuild();
+}
+
+QString TimeView::devicesText() const
+{
+    return chart()->title();
 }
 
 void TimeView::addEpoch(const EpochMetrics &metrics)
 {
+    if (!metrics.devices.empty()) {
+        QStringList parts;
+        for (const DeviceEpochStats &d : metrics.devices)
+            parts << QString::fromStdString(formatEpochStats(d));
+        chart()->setTitle(tr("Epoch %1 on this machine's devices: %2").arg(metrics.epoch).arg(parts.join(QStringLiteral(" · "))));
+    }
     for (const TimeSplit &t : metrics.time) {
         m_bars.append(t);
         m_labels << (metrics.time.size() > 1 ? tr("e%1 r%2").arg(metrics.epoch).arg(t.rank) : tr("e%1").arg(metrics.epoch));

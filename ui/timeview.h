@@ -25,6 +25,8 @@ public:
     void clear();
     void addEpoch(const EpochMetrics &metrics);
     int barCount() const;
+    // The last epoch's device figures (devices.csv's), shown above the bars; empty before one came.
+    QString devicesText() const;
     // The seconds of one part (0 data, 1 compute, 2 all-reduce, 3 optimizer, 4 other) in bar i.
     double part(int set, int bar) const;
 

@@ -1,5 +1,7 @@
 #include "core/monitor/devicemonitor.h"
 
+#include "core/util/numtext.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -63,9 +65,7 @@ double processCpuSeconds()
 
 std::string gib(std::uint64_t bytes)
 {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / 1073741824.0);
-    return text;
+    return formatFixed(static_cast<double>(bytes) / 1073741824.0, 1);
 }
 
 } // namespace

@@ -23,6 +23,20 @@ struct DeviceReading
     std::optional<double> powerLimit;
 };
 
+// One device over one epoch: what devices.csv keeps per epoch and device.
+struct DeviceEpochStats
+{
+    std::string id;                             // "cpu", "gpu0", ...
+    std::string name;
+    int samples = 0;
+    bool lost = false;                          // stopped answering during the epoch
+    std::optional<double> meanUtilization;      // percent; the CPU row: of all cores together
+    std::optional<std::uint64_t> peakMemory;    // bytes; the CPU row: this process's resident memory
+    std::optional<std::uint64_t> memoryTotal;
+    std::optional<double> peakTemperature;      // degrees Celsius
+    std::optional<double> meanPower;            // watts
+};
+
 // NVIDIA's management library, loaded at run time (no build dependency): $TRAINLAB_NVML_LIBRARY or
 // libnvidia-ml.so.1. A machine without the driver simply has none.
 class Nvml

@@ -1,5 +1,6 @@
 #include "core/runs/runrecord.h"
 
+#include "core/monitor/devicesampler.h"
 #include "core/runs/tensorboard.h"
 
 #include "core/train/devices.h"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -129,6 +131,29 @@ namespace {
 
 // metrics.csv before the learning rate was kept: still read, never written.
 constexpr const char *kLegacyMetricsHeader = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
+
+} // namespace
+
+const char *RunRecord::devicesHeader()
+{
+    return "epoch,device,name,samples,mean_utilization_pct,peak_memory_mib,memory_total_mib,peak_temperature_c,"
+           "mean_power_w,lost";
+}
+
+namespace {
+
+std::string devicesRow(int epoch, const DeviceEpochStats &d)
+{
+    auto mib = [](const std::optional<std::uint64_t> &bytes) {
+        return bytes ? formatFixed(static_cast<double>(*bytes) / 1048576.0, 1) : std::string();
+    };
+    auto number = [](const std::optional<double> &v, int decimals) { return v ? formatFixed(*v, decimals) : std::string(); };
+    std::string name = d.name;
+    std::replace_if(name.begin(), name.end(), [](char c) { return c == ',' || c == '"' || c == '\n' || c == '\r'; }, ' ');
+    return std::to_string(epoch) + "," + d.id + "," + name + "," + std::to_string(d.samples) + ","
+           + number(d.meanUtilization, 1) + "," + mib(d.peakMemory) + "," + mib(d.memoryTotal) + ","
+           + number(d.peakTemperature, 0) + "," + number(d.meanPower, 1) + "," + (d.lost ? "1" : "0") + "\n";
+}
 
 } // namespace
 
@@ -296,6 +321,19 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     } catch (const std::exception &) {
         // No timing.csv (an older run, or one on a GPU): nothing to keep.
     }
+    try {
+        std::istringstream devices(readFile(dir + "/devices.csv", kMaxTableBytes));
+        std::string line;
+        std::getline(devices, line);
+        const bool ours = line == devicesHeader();
+        while (ours && std::getline(devices, line)) {
+            int epoch = 0;
+            if (parseInt(std::string_view(line).substr(0, line.find(',')), epoch) && epoch >= 1 && epoch <= checkpointEpoch)
+                record->m_deviceRows += line + "\n";
+        }
+    } catch (const std::exception &) {
+        // No devices.csv (an older run, or one not sampled): nothing to keep.
+    }
     config.save(dir + "/config.json");
     writeFileAtomic(dir + "/metrics.csv", metrics);
     record->m_summary.epochsDone = static_cast<int>(done.size());
@@ -307,6 +345,12 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     record->writeSummary();
     record->startTensorBoard(config, record->m_epochs.epochs);
     return record;
+}
+
+void RunRecord::startDeviceSampling()
+{
+    if (!m_sampler)
+        m_sampler = std::make_unique<DeviceSampler>();
 }
 
 RunRecord::~RunRecord()
@@ -394,6 +438,12 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
                           + formatFixed(t.optimizer, 4) + "," + formatFixed(t.other, 4) + "\n";
         }
         writeFileAtomic(m_dir + "/timing.csv", timing);
+    }
+    if (m_sampler) {
+        m_lastDevices = m_sampler->takeEpoch();
+        for (const DeviceEpochStats &d : m_lastDevices)
+            m_deviceRows += devicesRow(m.epoch, d);
+        writeFileAtomic(m_dir + "/devices.csv", std::string(devicesHeader()) + "\n" + m_deviceRows);
     }
     m_epochs.summarize();
     m_summary.epochsDone = m.epoch;
@@ -604,6 +654,61 @@ std::vector<EpochMetrics> readMetrics(const std::string &runDir)
 {
     const std::string path = runDir + "/metrics.csv";
     return parseMetrics(readFile(path, kMaxTableBytes), path);
+}
+
+std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text)
+{
+    std::istringstream in(text);
+    std::string line;
+    std::getline(in, line);
+    std::vector<DeviceEpochRow> rows;
+    if (line != RunRecord::devicesHeader())
+        return rows;
+    while (std::getline(in, line)) {
+        std::vector<std::string_view> f;
+        for (std::size_t from = 0; from <= line.size() && f.size() < 11;) {
+            const std::size_t comma = std::min(line.find(',', from), line.size());
+            f.push_back(std::string_view(line).substr(from, comma - from));
+            from = comma + 1;
+        }
+        DeviceEpochRow r;
+        DeviceEpochStats &d = r.stats;
+        auto optionalNumber = [](std::string_view text, std::optional<double> &out) {
+            double v = 0;
+            if (text.empty())
+                return true;
+            if (!parseDouble(text, v) || v < 0)
+                return false;
+            out = v;
+            return true;
+        };
+        std::optional<double> peak, total;
+        bool ok = f.size() == 10 && parseInt(f[0], r.epoch) && r.epoch >= 1 && r.epoch <= kMaxEpochs && !f[1].empty()
+                  && parseInt(f[3], d.samples) && d.samples >= 0 && optionalNumber(f[4], d.meanUtilization)
+                  && optionalNumber(f[5], peak) && optionalNumber(f[6], total) && optionalNumber(f[7], d.peakTemperature)
+                  && optionalNumber(f[8], d.meanPower) && (f[9] == "0" || f[9] == "1")
+                  && (rows.empty() || r.epoch >= rows.back().epoch);
+        if (!ok)
+            continue;
+        d.id = std::string(f[1]);
+        d.name = std::string(f[2]);
+        d.lost = f[9] == "1";
+        if (peak)
+            d.peakMemory = static_cast<std::uint64_t>(std::llround(*peak * 1048576.0));
+        if (total)
+            d.memoryTotal = static_cast<std::uint64_t>(std::llround(*total * 1048576.0));
+        rows.push_back(std::move(r));
+    }
+    return rows;
+}
+
+std::vector<DeviceEpochRow> readDeviceEpochs(const std::string &runDir)
+{
+    try {
+        return parseDeviceEpochs(readFile(runDir + "/devices.csv", kMaxTableBytes));
+    } catch (const std::exception &) {
+        return {};
+    }
 }
 
 void readTiming(const std::string &runDir, std::vector<EpochMetrics> &epochs)

@@ -50,6 +50,7 @@ struct RunSummary
 // always has all three text files. The owning process holds an flock on the folder for as long as the
 // record exists; that lock is what tells a live run from an interrupted one.
 // Used from the one thread that drives the run.
+class DeviceSampler;
 class TensorBoardLog;
 
 class RunRecord
@@ -79,6 +80,11 @@ public:
     // written atomically; false (nothing written) when no checkpoint holds them. Throws when it cannot write.
     bool saveEvaluation(Evaluation e);
     void finish(const RunResult &result);
+    // Samples this node's devices (the CPU, NVML's GPUs) every second from now on; each commitEpoch then adds the
+    // epoch's figures to devices.csv. Off by default: a record made by a test or a tool samples nothing.
+    void startDeviceSampling();
+    // The figures commitEpoch wrote for its epoch; empty without sampling.
+    const std::vector<DeviceEpochStats> &lastDevices() const { return m_lastDevices; }
     // True when the run folder was deleted or moved away while this record held it.
     bool folderGone() const;
     // A problem with the optional extras (TensorBoard's files) since the last call, for the log; empty when none.
@@ -89,6 +95,7 @@ public:
     static std::string safeName(const std::string &name);
     static const char *metricsHeader();
     static const char *timingHeader();
+    static const char *devicesHeader();
     static std::string metricsRow(const EpochMetrics &m);
 
 private:
@@ -103,6 +110,9 @@ private:
     int m_lockFd = -1;
     std::string m_checkpoints = "last+best";
     std::string m_earlierTiming;   // timing.csv rows of the epochs before a resume
+    std::string m_deviceRows;      // devices.csv's rows, the epochs before a resume included
+    std::unique_ptr<DeviceSampler> m_sampler;
+    std::vector<DeviceEpochStats> m_lastDevices;
     RunSummary m_summary;
     RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
     double m_previousSeconds = 0.0;
@@ -116,6 +126,15 @@ std::vector<EpochMetrics> readMetrics(const std::string &runDir);
 // timing.csv (epoch, rank, seconds of data, compute, allreduce, optimizer, other), where a run measured it:
 // the splits of each epoch attached to readMetrics' rows; a run without the file reads as before.
 void readTiming(const std::string &runDir, std::vector<EpochMetrics> &epochs);
+// devices.csv: each sampled device's figures per epoch, epochs rising; empty for a run without the file (older,
+// or not sampled). Rows that do not parse are left out.
+struct DeviceEpochRow
+{
+    int epoch = 0;
+    DeviceEpochStats stats;
+};
+std::vector<DeviceEpochRow> readDeviceEpochs(const std::string &runDir);
+std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text);
 // The readers' parsing alone (the fuzzers' entry points): every number range-checked, errors name the file.
 RunSummary parseRunSummary(const std::string &text, const std::string &runDir);
 std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path);

@@ -43,7 +43,7 @@ std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
     auto a = c.accessor<double, 2>();
     for (std::int64_t i = 0; i < c.size(0); ++i)
         rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], {},
-                        c.size(1) == kMetricColumns ? a[i][6] : 0.0});
+                        c.size(1) == kMetricColumns ? a[i][6] : 0.0, {}});
     return rows;
 }
 

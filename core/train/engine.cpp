@@ -781,7 +781,7 @@ void Replica::run()
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
                 break;
-            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate};
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate, {}};
             if (m_localRank == 0) {
                 std::lock_guard<std::mutex> lock(m_world.mutex);
                 m.time.swap(m_world.times);
@@ -801,6 +801,7 @@ void Replica::run()
                         bytes = serializeCheckpoint(*m_model, *m_optimizer, info);
                     }
                     m_world.record->commitEpoch(m, bytes);
+                    m.devices = m_world.record->lastDevices();
                     if (const std::string warning = m_world.record->takeWarning(); !warning.empty())
                         log(warning);
                     testPause("epoch-end");

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/monitor/devicemonitor.h"
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -30,7 +32,9 @@ struct EpochMetrics
     double imagesPerSecond = 0.0;
     // This node's ranks; empty where the host clock cannot see the work (CUDA runs asynchronously).
     std::vector<TimeSplit> time;
-    double learningRate = 0.0;          // at the epoch's first step; 0 where unknown (not kept in metrics.csv)
+    double learningRate = 0.0;          // at the epoch's first step; 0 where unknown (an older record)
+    // This node's devices over the epoch (devices.csv), where its record samples them; empty elsewhere.
+    std::vector<DeviceEpochStats> devices;
 };
 
 struct RunInfo

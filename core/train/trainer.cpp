@@ -74,6 +74,7 @@ std::string problemsText(const std::vector<std::string> &problems)
 RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingObserver &observer, const StopFlag &stop)
 {
     if (record) {
+        record->startDeviceSampling();
         observer.onLog("run folder: " + record->dir());
         if (const std::string warning = record->takeWarning(); !warning.empty())
             observer.onLog(warning);
