@@ -80,6 +80,7 @@ public:
     void enableMonitor()
     {
         m_monitor = std::make_unique<trainlab::DeviceMonitor>();
+        m_monitor->setCudaBusIds(trainlab::cudaBusIds());
         if (!m_monitor->hasGpus())
             std::printf("monitor: the CPU only (no NVIDIA management library on this machine)\n");
     }

@@ -29,6 +29,8 @@ private Q_SLOTS:
     void noLibrary();
     void cpuRowAgainstProc();
     void epochMeansAndPeaks();
+    void gpusNamedByCudaOrdinal_data();
+    void gpusNamedByCudaOrdinal();
     void devicesCsvPerEpoch();
 };
 
@@ -180,6 +182,39 @@ void tst_DeviceMonitor::epochMeansAndPeaks()
     QVERIFY(meter.take().empty());   // the next epoch starts afresh
 }
 
+void tst_DeviceMonitor::gpusNamedByCudaOrdinal_data()
+{
+    // The fake's boards: gpu0 on bus 0x18, gpu1 on bus 0x19. Each row: CUDA's bus ids by ordinal.
+    QTest::addColumn<QStringList>("cuda");
+    QTest::addColumn<QString>("gpu0");
+    QTest::addColumn<QString>("gpu1");
+    QTest::newRow("same order") << QStringList{"00000000:18:00.0", "00000000:19:00.0"} << "cuda:0" << "cuda:1";
+    QTest::newRow("fastest first, reversed") << QStringList{"0000:19:00.0", "0000:18:00.0"} << "cuda:1" << "cuda:0";
+    QTest::newRow("CUDA_VISIBLE_DEVICES=1") << QStringList{"00000000:19:00.0"} << "" << "cuda:0";
+    QTest::newRow("a board NVML does not list") << QStringList{"00000000:1a:00.0", "0000:19:00.0"} << "" << "cuda:1";
+    QTest::newRow("CPU build") << QStringList{} << "" << "";
+    QTest::newRow("not a bus id") << QStringList{"GPU-8a5c"} << "" << "";
+}
+
+void tst_DeviceMonitor::gpusNamedByCudaOrdinal()
+{
+    QFETCH(QStringList, cuda);
+    QFETCH(QString, gpu0);
+    QFETCH(QString, gpu1);
+    std::vector<std::string> ids;
+    for (const QString &id : cuda)
+        ids.push_back(id.toStdString());
+    trainlab::DeviceMonitor monitor;
+    monitor.setCudaBusIds(ids);
+    const auto rows = monitor.read();
+    QCOMPARE(rows.size(), std::size_t(3));
+    QVERIFY(rows[0].cudaId.empty());   // the CPU
+    QCOMPARE(QString::fromStdString(rows[1].cudaId), gpu0);
+    QCOMPARE(QString::fromStdString(rows[2].cudaId), gpu1);
+    if (!gpu0.isEmpty())
+        QVERIFY(trainlab::formatReading(rows[1]).rfind("gpu0 (" + gpu0.toStdString() + ") Fake H200 #0: ", 0) == 0);
+}
+
 // devices.csv gains each epoch's rows as the record commits it; a resume keeps the rows of the epochs kept.
 void tst_DeviceMonitor::devicesCsvPerEpoch()
 {
@@ -216,7 +251,7 @@ void tst_DeviceMonitor::devicesCsvPerEpoch()
     // A run recorded before devices.csv, or a damaged row, reads as no rows rather than failing.
     QVERIFY(trainlab::readDeviceEpochs(dir.path().toStdString() + "/none").empty());
     QCOMPARE(trainlab::parseDeviceEpochs(std::string(trainlab::RunRecord::devicesHeader())
-                                         + "\n1,cpu,x,2,50.0,,,,,0\n1,gpu0,y,two,,,,,,0\n").size(),
+                                         + "\n1,cpu,,x,2,50.0,,,,,0\n1,gpu0,cuda:0,y,two,,,,,,0\n").size(),
              std::size_t(1));
 }
 

@@ -1,6 +1,7 @@
 #include "ui/devicestrip.h"
 
 #include "core/monitor/devicemonitor.h"
+#include "core/train/devices.h"
 
 namespace trainlab {
 
@@ -35,6 +36,7 @@ DeviceStrip::DeviceStrip(QWidget *parent)
     , m_monitor(std::make_unique<DeviceMonitor>())
 {
     setObjectName(QStringLiteral("deviceStrip"));
+    m_monitor->setCudaBusIds(cudaBusIds());
     m_timer.setInterval(1000);
     connect(&m_timer, &QTimer::timeout, this, &DeviceStrip::refresh);
     m_timer.start();

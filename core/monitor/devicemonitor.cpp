@@ -3,11 +3,13 @@
 #include "core/util/numtext.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 
@@ -223,7 +225,43 @@ std::vector<DeviceReading> DeviceMonitor::read()
         for (int i = 0, n = m_nvml->count(); i < n; ++i)
             rows.push_back(m_nvml->read(i));
     }
+    labelCudaDevices(rows, m_cudaBusIds);
     return rows;
+}
+
+namespace {
+
+// "domain:bus:device.function" in hex, the domain 4 or 8 digits wide; nullopt when it is not one.
+std::optional<std::array<unsigned long, 3>> parseBusId(const std::string &id)
+{
+    std::array<unsigned long, 3> parts{};
+    std::size_t at = 0;
+    for (int k = 0; k < 3; ++k) {
+        const std::size_t end = id.find(k < 2 ? ':' : '.', at);
+        if (end == std::string::npos || end == at || end - at > 8)
+            return std::nullopt;
+        char *stop = nullptr;
+        const std::string field = id.substr(at, end - at);
+        parts[static_cast<std::size_t>(k)] = std::strtoul(field.c_str(), &stop, 16);
+        if (*stop != '\0')
+            return std::nullopt;
+        at = end + 1;
+    }
+    return parts;
+}
+
+} // namespace
+
+void labelCudaDevices(std::vector<DeviceReading> &readings, const std::vector<std::string> &cudaBusIds)
+{
+    for (DeviceReading &r : readings) {
+        r.cudaId.clear();
+        const auto board = parseBusId(r.busId);
+        for (std::size_t n = 0; board && n < cudaBusIds.size(); ++n) {
+            if (parseBusId(cudaBusIds[n]) == board)
+                r.cudaId = "cuda:" + std::to_string(n);
+        }
+    }
 }
 
 std::string formatReading(const DeviceReading &r)
@@ -239,7 +277,7 @@ std::string formatReading(const DeviceReading &r)
         return "cpu: " + number(r.utilization, "%") + " of " + r.name + ", "
                + (r.memoryUsed ? gib(*r.memoryUsed) + " GiB resident" : std::string("memory n/a"));
     }
-    std::string text = r.id + (r.name.empty() ? "" : " " + r.name) + ": ";
+    std::string text = r.id + (r.cudaId.empty() ? "" : " (" + r.cudaId + ")") + (r.name.empty() ? "" : " " + r.name) + ": ";
     if (r.lost)
         return text + "lost (not answering)";
     text += number(r.utilization, "%") + ", ";

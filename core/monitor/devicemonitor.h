@@ -14,6 +14,7 @@ struct DeviceReading
     std::string id;                         // "cpu", or "gpuN" (NVML's index)
     std::string name;
     std::string busId;                      // GPUs: the PCI bus id, as CUDA and NVML both know it
+    std::string cudaId;                     // GPUs: "cuda:N" when this process's CUDA sees the board (by bus id)
     bool lost = false;                      // a GPU that stopped answering (fallen off the bus, reset)
     std::optional<double> utilization;      // percent; the CPU row: of all cores together
     std::optional<std::uint64_t> memoryUsed;    // bytes; the CPU row: this process's resident memory
@@ -27,6 +28,7 @@ struct DeviceReading
 struct DeviceEpochStats
 {
     std::string id;                             // "cpu", "gpu0", ...
+    std::string cudaId;                         // "cuda:N" where the run's CUDA sees the board, else empty
     std::string name;
     int samples = 0;
     bool lost = false;                          // stopped answering during the epoch
@@ -78,11 +80,20 @@ public:
     ~DeviceMonitor();
     std::vector<DeviceReading> read();
     bool hasGpus() const { return m_nvml != nullptr; }
+    // CUDA's boards by ordinal (cudaBusIds[N] is cuda:N's PCI bus id), so readings name their cuda:N.
+    void setCudaBusIds(std::vector<std::string> cudaBusIds) { m_cudaBusIds = std::move(cudaBusIds); }
 
 private:
     CpuMonitor m_cpu;
     std::unique_ptr<Nvml> m_nvml;
+    std::vector<std::string> m_cudaBusIds;
 };
+
+// NVML numbers GPUs by its own order; CUDA by CUDA_DEVICE_ORDER (fastest first by default) after
+// CUDA_VISIBLE_DEVICES. The PCI bus id is what both agree on: each GPU reading whose board is cudaBusIds[N] gets
+// cudaId "cuda:N"; a board this process's CUDA cannot see keeps it empty. Ids compare by (domain, bus, device), so
+// NVML's "00000000:18:00.0" and CUDA's "0000:18:00.0" are one board.
+void labelCudaDevices(std::vector<DeviceReading> &readings, const std::vector<std::string> &cudaBusIds);
 
 // "cpu: 143% of 2 cores, 1.2 GiB resident" / "gpu0 NVIDIA H200: 87%, 40.1 of 139.8 GiB, 61 C, 420 of 700 W".
 std::string formatReading(const DeviceReading &reading);

@@ -18,6 +18,8 @@ void DeviceEpochMeter::add(const std::vector<DeviceReading> &readings)
         DeviceEpochStats &s = it->stats;
         if (!r.name.empty())
             s.name = r.name;
+        if (!r.cudaId.empty())
+            s.cudaId = r.cudaId;
         ++s.samples;
         s.lost = s.lost || r.lost;
         if (r.utilization) {
@@ -51,9 +53,10 @@ std::vector<DeviceEpochStats> DeviceEpochMeter::take()
     return out;
 }
 
-DeviceSampler::DeviceSampler(std::chrono::milliseconds interval)
-    : m_thread([this, interval] { loop(interval); })
+DeviceSampler::DeviceSampler(std::vector<std::string> cudaBusIds, std::chrono::milliseconds interval)
 {
+    m_monitor.setCudaBusIds(std::move(cudaBusIds));
+    m_thread = std::thread([this, interval] { loop(interval); });
 }
 
 DeviceSampler::~DeviceSampler()
@@ -88,7 +91,7 @@ std::string formatEpochStats(const DeviceEpochStats &s)
         return "cpu: " + (s.meanUtilization ? "mean " + formatFixed(*s.meanUtilization, 0) + "% of " + s.name : std::string("n/a"))
                + (s.peakMemory ? ", peak " + gib(*s.peakMemory) + " GiB resident" : std::string());
     }
-    std::string text = s.id + (s.name.empty() ? "" : " " + s.name);
+    std::string text = s.id + (s.cudaId.empty() ? "" : " (" + s.cudaId + ")") + (s.name.empty() ? "" : " " + s.name);
     text += ":";
     std::string sep = " ";
     if (s.meanUtilization) {

@@ -35,7 +35,9 @@ private:
 class DeviceSampler
 {
 public:
-    explicit DeviceSampler(std::chrono::milliseconds interval = std::chrono::milliseconds(1000));
+    // cudaBusIds: as DeviceMonitor::setCudaBusIds, so the figures name each GPU's cuda:N.
+    explicit DeviceSampler(std::vector<std::string> cudaBusIds = {},
+                           std::chrono::milliseconds interval = std::chrono::milliseconds(1000));
     ~DeviceSampler();
     DeviceSampler(const DeviceSampler &) = delete;
     DeviceSampler &operator=(const DeviceSampler &) = delete;
@@ -53,7 +55,7 @@ private:
     std::thread m_thread;
 };
 
-// "cpu: mean 143% of 2 cores, peak 1.2 GiB resident" / "gpu0 NVIDIA H200: mean 87%, peak 40.1 of 139.8 GiB, 64 C, 410 W"; n/a left out.
+// "cpu: mean 143% of 2 cores, peak 1.2 GiB resident" / "gpu0 (cuda:0) NVIDIA H200: mean 87%, peak 40.1 of 139.8 GiB, 64 C, 410 W"; n/a left out.
 std::string formatEpochStats(const DeviceEpochStats &stats);
 
 } // namespace trainlab

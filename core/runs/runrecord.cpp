@@ -136,7 +136,7 @@ constexpr const char *kLegacyMetricsHeader = "epoch,train_loss,train_acc,test_ac
 
 const char *RunRecord::devicesHeader()
 {
-    return "epoch,device,name,samples,mean_utilization_pct,peak_memory_mib,memory_total_mib,peak_temperature_c,"
+    return "epoch,device,cuda,name,samples,mean_utilization_pct,peak_memory_mib,memory_total_mib,peak_temperature_c,"
            "mean_power_w,lost";
 }
 
@@ -150,7 +150,7 @@ std::string devicesRow(int epoch, const DeviceEpochStats &d)
     auto number = [](const std::optional<double> &v, int decimals) { return v ? formatFixed(*v, decimals) : std::string(); };
     std::string name = d.name;
     std::replace_if(name.begin(), name.end(), [](char c) { return c == ',' || c == '"' || c == '\n' || c == '\r'; }, ' ');
-    return std::to_string(epoch) + "," + d.id + "," + name + "," + std::to_string(d.samples) + ","
+    return std::to_string(epoch) + "," + d.id + "," + d.cudaId + "," + name + "," + std::to_string(d.samples) + ","
            + number(d.meanUtilization, 1) + "," + mib(d.peakMemory) + "," + mib(d.memoryTotal) + ","
            + number(d.peakTemperature, 0) + "," + number(d.meanPower, 1) + "," + (d.lost ? "1" : "0") + "\n";
 }
@@ -347,10 +347,10 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     return record;
 }
 
-void RunRecord::startDeviceSampling()
+void RunRecord::startDeviceSampling(const std::vector<std::string> &cudaBusIds)
 {
     if (!m_sampler)
-        m_sampler = std::make_unique<DeviceSampler>();
+        m_sampler = std::make_unique<DeviceSampler>(cudaBusIds);
 }
 
 RunRecord::~RunRecord()
@@ -666,7 +666,7 @@ std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text)
         return rows;
     while (std::getline(in, line)) {
         std::vector<std::string_view> f;
-        for (std::size_t from = 0; from <= line.size() && f.size() < 11;) {
+        for (std::size_t from = 0; from <= line.size() && f.size() < 12;) {
             const std::size_t comma = std::min(line.find(',', from), line.size());
             f.push_back(std::string_view(line).substr(from, comma - from));
             from = comma + 1;
@@ -683,16 +683,17 @@ std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text)
             return true;
         };
         std::optional<double> peak, total;
-        bool ok = f.size() == 10 && parseInt(f[0], r.epoch) && r.epoch >= 1 && r.epoch <= kMaxEpochs && !f[1].empty()
-                  && parseInt(f[3], d.samples) && d.samples >= 0 && optionalNumber(f[4], d.meanUtilization)
-                  && optionalNumber(f[5], peak) && optionalNumber(f[6], total) && optionalNumber(f[7], d.peakTemperature)
-                  && optionalNumber(f[8], d.meanPower) && (f[9] == "0" || f[9] == "1")
+        bool ok = f.size() == 11 && parseInt(f[0], r.epoch) && r.epoch >= 1 && r.epoch <= kMaxEpochs && !f[1].empty()
+                  && parseInt(f[4], d.samples) && d.samples >= 0 && optionalNumber(f[5], d.meanUtilization)
+                  && optionalNumber(f[6], peak) && optionalNumber(f[7], total) && optionalNumber(f[8], d.peakTemperature)
+                  && optionalNumber(f[9], d.meanPower) && (f[10] == "0" || f[10] == "1")
                   && (rows.empty() || r.epoch >= rows.back().epoch);
         if (!ok)
             continue;
         d.id = std::string(f[1]);
-        d.name = std::string(f[2]);
-        d.lost = f[9] == "1";
+        d.cudaId = std::string(f[2]);
+        d.name = std::string(f[3]);
+        d.lost = f[10] == "1";
         if (peak)
             d.peakMemory = static_cast<std::uint64_t>(std::llround(*peak * 1048576.0));
         if (total)

@@ -81,8 +81,9 @@ public:
     bool saveEvaluation(Evaluation e);
     void finish(const RunResult &result);
     // Samples this node's devices (the CPU, NVML's GPUs) every second from now on; each commitEpoch then adds the
-    // epoch's figures to devices.csv. Off by default: a record made by a test or a tool samples nothing.
-    void startDeviceSampling();
+    // epoch's figures to devices.csv (cudaBusIds: cuda:N's PCI bus id at N, to name the GPUs the run used). Off by
+    // default: a record made by a test or a tool samples nothing.
+    void startDeviceSampling(const std::vector<std::string> &cudaBusIds = {});
     // The figures commitEpoch wrote for its epoch; empty without sampling.
     const std::vector<DeviceEpochStats> &lastDevices() const { return m_lastDevices; }
     // True when the run folder was deleted or moved away while this record held it.

@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #endif
 
+#include <cstdio>
 #include <thread>
 #include <unistd.h>
 
@@ -51,10 +52,24 @@ std::vector<DeviceInfo> listDevices()
         gpu.id = "cuda:" + std::to_string(i);
         gpu.name = prop->name;
         gpu.memoryBytes = prop->totalGlobalMem;
+        char bus[32];
+        std::snprintf(bus, sizeof bus, "%08X:%02X:%02X.0", static_cast<unsigned>(prop->pciDomainID),
+                      static_cast<unsigned>(prop->pciBusID), static_cast<unsigned>(prop->pciDeviceID));
+        gpu.busId = bus;
         devices.push_back(gpu);
     }
 #endif
     return devices;
+}
+
+std::vector<std::string> cudaBusIds()
+{
+    std::vector<std::string> ids;
+    for (const DeviceInfo &d : listDevices()) {
+        if (!d.busId.empty())
+            ids.push_back(d.busId);
+    }
+    return ids;
 }
 
 std::string checkDevice(const std::string &id)

@@ -13,9 +13,13 @@ struct DeviceInfo
     std::string name;         // human readable
     std::uint64_t memoryBytes = 0;
     int cores = 0;            // logical cores for the CPU
+    std::string busId;        // CUDA devices: the PCI bus id ("00000000:18:00.0"), as NVML writes it
 };
 
 std::vector<DeviceInfo> listDevices();
+// cuda:N's PCI bus id at N, as this process's CUDA numbers its boards (after CUDA_VISIBLE_DEVICES); empty in a
+// CPU build. What the device monitor needs to name NVML's GPUs by their cuda:N.
+std::vector<std::string> cudaBusIds();
 // Empty when present; otherwise why the id is not usable here.
 std::string checkDevice(const std::string &id);
 int logicalCores();

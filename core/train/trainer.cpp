@@ -2,6 +2,7 @@
 
 #include "core/runs/runrecord.h"
 #include "core/train/checkpoint.h"
+#include "core/train/devices.h"
 #include "core/train/engine.h"
 #include "core/train/model.h"
 #include "core/util/atomicfile.h"
@@ -74,7 +75,7 @@ std::string problemsText(const std::vector<std::string> &problems)
 RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingObserver &observer, const StopFlag &stop)
 {
     if (record) {
-        record->startDeviceSampling();
+        record->startDeviceSampling(cudaBusIds());
         observer.onLog("run folder: " + record->dir());
         if (const std::string warning = record->takeWarning(); !warning.empty())
             observer.onLog(warning);
