@@ -26,6 +26,7 @@ private Q_SLOTS:
     void exportsSelectedMetrics();
     void useConfigurationAsks();
     void timeToTargetColumn();
+    void tooltipSummarizesDevices();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc);
@@ -147,6 +148,29 @@ void tst_HistoryPanel::timeToTargetColumn()
     QCOMPARE(cell(slow), QStringLiteral("2.0 s (2)"));
     panel.targetBox()->setValue(0.3);
     QCOMPARE(cell(never), QStringLiteral("1.0 s (1)"));
+}
+
+// An old run's devices.csv, summed over the run in the history's tooltip: sample-weighted means, peaks of peaks.
+void tst_HistoryPanel::tooltipSummarizesDevices()
+{
+    const QString dir = fakeRun(QStringLiteral("sampled"), {0.5, 0.6});
+    const QString plain = fakeRun(QStringLiteral("older"), {0.5});
+    QFile csv(dir + QStringLiteral("/devices.csv"));
+    QVERIFY(csv.open(QIODevice::WriteOnly));
+    csv.write(QByteArray(trainlab::RunRecord::devicesHeader()) + "\n"
+              "1,cpu,,2 cores,1,90.0,512.0,24000.0,,,0\n1,gpu1,cuda:0,H,1,80.0,2048.0,8192.0,60,300.0,0\n"
+              "2,cpu,,2 cores,3,50.0,1024.0,24000.0,,,0\n2,gpu1,cuda:0,H,3,40.0,1024.0,8192.0,70,100.0,0\n");
+    csv.close();
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    auto *model = panel.model();
+    const QString tip = model->data(model->index(model->rowOfDir(dir), 0), Qt::ToolTipRole).toString();
+    QVERIFY2(tip.contains(QStringLiteral("Devices over 2 epochs:\n  cpu: mean 60% of 2 cores, peak 1.0 GiB resident\n"
+                                         "  gpu1 (cuda:0) H: mean 50%, peak 2.0 of 8.0 GiB, 70 C, 150 W")),
+             qPrintable(tip));
+    const QString older = model->data(model->index(model->rowOfDir(plain), 0), Qt::ToolTipRole).toString();
+    QVERIFY2(!older.contains(QStringLiteral("Devices")), qPrintable(older));
 }
 
 QTEST_MAIN(tst_HistoryPanel)

@@ -1,5 +1,7 @@
 #include "ui/runhistorymodel.h"
 
+#include "core/monitor/devicesampler.h"
+
 #include <QDateTime>
 #include <QDir>
 #include <QLocale>
@@ -116,6 +118,13 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
             tip += QLatin1Char('\n') + QString::fromStdString(s.error);
         if (!s.note.empty())
             tip += QLatin1Char('\n') + QString::fromStdString(s.note);
+        // Read on hover only: devices.csv is a few rows per epoch, and most runs are never hovered.
+        if (const auto rows = readDeviceEpochs(s.dir); !rows.empty()) {
+            const int epochs = rows.back().epoch;
+            tip += QLatin1Char('\n') + (epochs == 1 ? tr("Devices over 1 epoch:") : tr("Devices over %1 epochs:").arg(epochs));
+            for (const DeviceEpochStats &d : summarizeDevices(rows))
+                tip += QStringLiteral("\n  ") + QString::fromStdString(formatEpochStats(d));
+        }
         return tip;
     }
     if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= ToTarget)

@@ -136,6 +136,8 @@ struct DeviceEpochRow
 };
 std::vector<DeviceEpochRow> readDeviceEpochs(const std::string &runDir);
 std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text);
+// Each device over the whole run: means weighted by the epochs' samples, peaks of the epochs' peaks.
+std::vector<DeviceEpochStats> summarizeDevices(const std::vector<DeviceEpochRow> &rows);
 // The readers' parsing alone (the fuzzers' entry points): every number range-checked, errors name the file.
 RunSummary parseRunSummary(const std::string &text, const std::string &runDir);
 std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path);
