@@ -6,6 +6,7 @@
 #include <QAction>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QFileInfo>
 #include <QMenu>
 #include <QMessageBox>
 #include <QTableView>
@@ -95,9 +96,47 @@ void tst_HistoryPanel::activeRunCannotBeDeleted()
     QVERIFY(!menu.findChild<QAction *>(QStringLiteral("deleteCheckpointsAction"))->isEnabled());
 }
 
+namespace {
+
+// Splits a CSV line at the commas outside quotes.
+QStringList csvFields(const QByteArray &line)
+{
+    QStringList fields{QString()};
+    bool quoted = false;
+    for (const char c : line) {
+        if (c == '"')
+            quoted = !quoted;
+        else if (c == ',' && !quoted)
+            fields << QString();
+        else
+            fields.last() += QLatin1Char(c);
+    }
+    return fields;
+}
+
+} // namespace
+
+// One table for the selected runs: metrics.csv's columns with the learning rate, the time split (the mean over
+// the ranks; empty where not measured), and devices.csv's rows in their own table.
 void tst_HistoryPanel::exportsSelectedMetrics()
 {
     fakeRun(QStringLiteral("x,\"y\""), {0.25, 0.5});
+    trainlab::ExperimentConfig c;
+    c.name = "timed";
+    c.epochs = 1;
+    trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
+    trainlab::EpochMetrics m{1, 2.0, 0.4, 0.75, 3.0, 20.0, {{0, 0.1, 2.0, 0.5, 0.2, 0.2}, {1, 0.3, 2.0, 0.3, 0.2, 0.2}}, 0.05, {}};
+    record.commitEpoch(m, std::string());
+    trainlab::RunResult result;
+    result.epochs.push_back(m);
+    result.status = trainlab::RunStatus::Completed;
+    record.finish(result);
+    const QString timed = QString::fromStdString(record.dir());
+    QFile devices(timed + QStringLiteral("/devices.csv"));
+    QVERIFY(devices.open(QIODevice::WriteOnly));
+    devices.write(QByteArray(trainlab::RunRecord::devicesHeader()) + "\n1,cpu,,2 cores,3,90.0,512.0,24000.0,,,0\n");
+    devices.close();
+
     trainlab::AccuracyChart chart;
     HistoryPanel panel(&chart);
     panel.setRunsDir(m_runsDir);
@@ -106,10 +145,33 @@ void tst_HistoryPanel::exportsSelectedMetrics()
     QVERIFY(panel.exportMetricsCsv(path));
     QFile f(path);
     QVERIFY(f.open(QIODevice::ReadOnly));
-    const QList<QByteArray> lines = f.readAll().split('\n');
-    QCOMPARE(lines.first(), QByteArray("run,name,") + trainlab::RunRecord::metricsHeader());
-    QVERIFY2(lines[1].contains(",\"x,\"\"y\"\"\",1,1,0.5,0.25,1,10"), lines[1].constData());
-    QVERIFY(lines[2].contains(",2,1,0.5,0.5,1,10"));
+    QList<QByteArray> lines = f.readAll().split('\n');
+    QCOMPARE(lines.takeLast(), QByteArray());
+    QCOMPARE(lines.size(), 4);
+    const QStringList header = csvFields(lines.takeFirst());
+    QMap<QString, QStringList> byRun;
+    for (const QByteArray &line : std::as_const(lines)) {
+        const QStringList fields = csvFields(line);
+        QCOMPARE(fields.size(), header.size());
+        byRun[fields[1] + fields[2]] = fields;
+    }
+    const auto field = [&](const QString &key, const char *column) { return byRun[key].value(header.indexOf(QLatin1String(column))); };
+    QCOMPARE(field(QStringLiteral("x,y1"), "test_acc").toDouble(), 0.25);
+    QCOMPARE(field(QStringLiteral("x,y2"), "test_acc").toDouble(), 0.5);
+    QCOMPARE(field(QStringLiteral("x,y2"), "compute_seconds"), QString());
+    QCOMPARE(field(QStringLiteral("x,y2"), "ranks"), QStringLiteral("0"));
+    QCOMPARE(field(QStringLiteral("timed1"), "learning_rate").toDouble(), 0.05);
+    QCOMPARE(field(QStringLiteral("timed1"), "data_seconds").toDouble(), 0.2);
+    QCOMPARE(field(QStringLiteral("timed1"), "allreduce_seconds").toDouble(), 0.4);
+    QCOMPARE(field(QStringLiteral("timed1"), "ranks"), QStringLiteral("2"));
+    QCOMPARE(field(QStringLiteral("timed1"), "run"), QFileInfo(timed).fileName());
+
+    f.close();
+    QVERIFY(panel.exportDevicesCsv(path));
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QByteArray devicesCsv = f.readAll();
+    QCOMPARE(devicesCsv, QByteArray("run,name,") + trainlab::RunRecord::devicesHeader() + "\n" + QFileInfo(timed).fileName().toUtf8()
+                             + ",\"timed\",1,cpu,,2 cores,3,90.0,512.0,24000.0,,,0\n");
 }
 
 void tst_HistoryPanel::useConfigurationAsks()

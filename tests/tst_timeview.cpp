@@ -1,5 +1,8 @@
+#include "core/runs/runrecord.h"
 #include "ui/timeview.h"
 
+#include <QImage>
+#include <QTemporaryDir>
 #include <QtTest>
 
 // The "Time" tab: one stacked bar per epoch and rank, the parts as the engine measured them (issue 23).
@@ -10,6 +13,7 @@ class tst_TimeView : public QObject
 private Q_SLOTS:
     void barsPerEpochAndRank();
     void oldBarsScrollOut();
+    void showsARunFromItsFolder();
 };
 
 namespace {
@@ -58,6 +62,49 @@ void tst_TimeView::oldBarsScrollOut()
         view.addEpoch(epoch(e, 2));
     QCOMPARE(view.barCount(), 40);
     QCOMPARE(view.part(0, 39), 0.30);   // the newest bar is epoch 30's rank 1
+}
+
+// A run in the history: its timing.csv's bars and its devices.csv over the whole run; saved as PNG or SVG.
+void tst_TimeView::showsARunFromItsFolder()
+{
+    QTemporaryDir tmp;
+    trainlab::ExperimentConfig c;
+    c.name = "old";
+    c.epochs = 2;
+    trainlab::RunRecord record(tmp.filePath(QStringLiteral("runs")).toStdString(), c, c.devices);
+    trainlab::RunResult result;
+    for (int e = 1; e <= 2; ++e) {
+        result.epochs.push_back(epoch(e, 2));
+        record.commitEpoch(result.epochs.back(), std::string());
+    }
+    result.status = trainlab::RunStatus::Completed;
+    record.finish(result);
+    const QString dir = QString::fromStdString(record.dir());
+    QFile devices(dir + QStringLiteral("/devices.csv"));
+    QVERIFY(devices.open(QIODevice::WriteOnly));
+    devices.write(QByteArray(trainlab::RunRecord::devicesHeader()) + "\n1,cpu,,2 cores,1,100.0,512.0,,,,0\n2,cpu,,2 cores,3,60.0,1024.0,,,,0\n");
+    devices.close();
+
+    trainlab::TimeView view;
+    view.addEpoch(epoch(7, 1));
+    view.showRun(dir);
+    QCOMPARE(view.barCount(), 4);
+    QCOMPARE(view.part(2, 3), 1.0);   // epoch 2, rank 1: all-reduce
+    QCOMPARE(view.part(1, 0), 1.0);   // epoch 1, rank 0: compute
+    QCOMPARE(view.devicesText(), QFileInfo(dir).fileName() + QStringLiteral(", whole run: cpu: mean 70% of 2 cores, peak 1.0 GiB resident"));
+    view.showRun(tmp.filePath(QStringLiteral("gone")));
+    QCOMPARE(view.barCount(), 0);
+    QVERIFY(view.devicesText().isEmpty());
+
+    view.resize(400, 300);
+    QString error;
+    QVERIFY2(view.save(tmp.filePath(QStringLiteral("time.png")), &error), qPrintable(error));
+    QCOMPARE(QImage(tmp.filePath(QStringLiteral("time.png"))).size(), QSize(800, 600));
+    QVERIFY2(view.save(tmp.filePath(QStringLiteral("time.SVG")), &error), qPrintable(error));
+    QFile svg(tmp.filePath(QStringLiteral("time.SVG")));
+    QVERIFY(svg.open(QIODevice::ReadOnly) && svg.readAll().contains("<svg"));
+    QVERIFY(!view.save(tmp.filePath(QStringLiteral("no/such/time.png")), &error));
+    QVERIFY2(error.contains(QStringLiteral("no/such/time.png")), qPrintable(error));
 }
 
 QTEST_MAIN(tst_TimeView)

@@ -4,7 +4,6 @@
 
 #include <QCheckBox>
 #include <QCursor>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineSeries>
@@ -322,8 +321,7 @@ QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
 
 bool AccuracyChart::save(const QString &path, QString *error)
 {
-    const bool svg = QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
-    return svg ? saveSvg(path, error) : savePng(path, error);
+    return saveChart(this, path, tr("TrainLab accuracy chart"), error);
 }
 
 } // namespace trainlab

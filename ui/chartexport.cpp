@@ -1,6 +1,7 @@
 #include "ui/chartexport.h"
 
 #include <QChartView>
+#include <QFileInfo>
 #include <QImage>
 #include <QPainter>
 #include <QSaveFile>
@@ -58,6 +59,12 @@ bool saveChartSvg(QChartView *view, const QString &path, const QString &title, Q
     view->render(&painter);
     painter.end();
     return commit(file, path, error);
+}
+
+bool saveChart(QChartView *view, const QString &path, const QString &title, QString *error)
+{
+    const bool svg = QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
+    return svg ? saveChartSvg(view, path, title, error) : saveChartPng(view, path, error);
 }
 
 bool saveTextFile(const QString &path, const QByteArray &data, QString *error)

@@ -1,6 +1,8 @@
 #include "ui/historypanel.h"
 
+#include "core/runs/runexport.h"
 #include "core/runs/runstorage.h"
+#include "ui/chartexport.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentfile.h"
 #include "ui/runhistorymodel.h"
@@ -17,7 +19,6 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
-#include <QSaveFile>
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -72,10 +73,11 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_deleteCheckpoints = history->addAction(tr("Delete &Checkpoints…"), this, &HistoryPanel::deleteSelectedCheckpoints);
     m_deleteCheckpoints->setObjectName(QStringLiteral("deleteCheckpointsAction"));
     history->addSeparator();
-    m_exportCsv = history->addAction(tr("Export &Metrics of Selected Runs…"), this, &HistoryPanel::exportCsvDialog);
+    m_exportCsv = history->addAction(tr("Export &Metrics of Selected Runs…"), this, [this] { exportDialog(false); });
+    m_exportDevices = history->addAction(tr("Export De&vices of Selected Runs…"), this, [this] { exportDialog(true); });
     m_refresh = history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &HistoryPanel::refresh);
     m_table->addActions(leading);
-    m_table->addActions({m_useConfig, m_openFolder, m_delete, m_deleteCheckpoints, m_exportCsv});
+    m_table->addActions({m_useConfig, m_openFolder, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
     updateActions();
 }
 
@@ -123,6 +125,7 @@ void HistoryPanel::updateActions()
     m_delete->setEnabled(!rows.isEmpty() && !activeSelected);
     m_deleteCheckpoints->setEnabled(!rows.isEmpty() && !activeSelected);
     m_exportCsv->setEnabled(!rows.isEmpty());
+    m_exportDevices->setEnabled(!rows.isEmpty());
 }
 
 QList<int> HistoryPanel::selectedRows() const
@@ -249,43 +252,42 @@ void HistoryPanel::deleteSelectedCheckpoints()
 
 bool HistoryPanel::exportMetricsCsv(const QString &path)
 {
-    const QList<int> rows = selectedRows();
-    QByteArray csv = QByteArray("run,name,") + RunRecord::metricsHeader() + '\n';
-    for (int row : rows) {
-        const RunSummary &s = m_model->summary(row);
-        const QByteArray run = QFileInfo(QString::fromStdString(s.dir)).fileName().toUtf8();
-        QByteArray name = QByteArray::fromStdString(s.name);
-        name.replace('"', "\"\"");
-        try {
-            for (const EpochMetrics &m : readMetrics(s.dir)) {
-                csv += run + ",\"" + name + "\"," + QByteArray::number(m.epoch) + ','
-                       + QByteArray::number(m.trainLoss, 'g', 8) + ',' + QByteArray::number(m.trainAcc, 'g', 8) + ','
-                       + QByteArray::number(m.testAcc, 'g', 8) + ',' + QByteArray::number(m.seconds, 'g', 8) + ','
-                       + QByteArray::number(m.imagesPerSecond, 'g', 8) + '\n';
-            }
-        } catch (const std::exception &e) {
-            Q_EMIT error(tr("Export Metrics"), QString::fromStdString(e.what()));
-            return false;
-        }
-    }
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly) || file.write(csv) != csv.size() || !file.commit()) {
-        Q_EMIT error(tr("Export Metrics"), tr("%1: cannot write: %2").arg(path, file.errorString()));
-        return false;
-    }
-    Q_EMIT status(tr("Metrics of %n run(s) saved to %1", nullptr, rows.size()).arg(path), 5000);
-    return true;
+    return exportTable(path, tr("Export Metrics"), runsMetricsCsv);
 }
 
-void HistoryPanel::exportCsvDialog()
+bool HistoryPanel::exportDevicesCsv(const QString &path)
+{
+    return exportTable(path, tr("Export Devices"), runsDevicesCsv);
+}
+
+bool HistoryPanel::exportTable(const QString &path, const QString &title,
+                               std::string (*table)(const std::vector<RunSummary> &))
+{
+    const QVector<RunSummary> runs = selectedRuns();
+    QString problem;
+    try {
+        if (saveTextFile(path, QByteArray::fromStdString(table({runs.begin(), runs.end()})), &problem)) {
+            Q_EMIT status(tr("%1 of %n run(s) saved to %2", nullptr, runs.size()).arg(title, path), 5000);
+            return true;
+        }
+    } catch (const std::exception &e) {
+        problem = QString::fromStdString(e.what());
+    }
+    Q_EMIT error(title, problem);
+    return false;
+}
+
+void HistoryPanel::exportDialog(bool devices)
 {
     if (selectedRows().isEmpty())
         return;
-    const QString path = ExperimentFile::askSavePath(window(), tr("Export Metrics"),
-                                                     QDir::homePath() + QStringLiteral("/metrics.csv"),
+    const QString title = devices ? tr("Export Devices") : tr("Export Metrics");
+    const QString path = ExperimentFile::askSavePath(window(), title,
+                                                     QDir::homePath() + (devices ? QStringLiteral("/devices.csv")
+                                                                                 : QStringLiteral("/metrics.csv")),
                                                      tr("CSV files (*.csv)"));
     if (!path.isEmpty())
-        exportMetricsCsv(path);
+        devices ? exportDevicesCsv(path) : exportMetricsCsv(path);
 }
 
 } // namespace trainlab

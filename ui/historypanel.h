@@ -44,7 +44,9 @@ public:
     RunHistoryModel *model() const { return m_model; }
     QList<int> selectedRows() const;
     QVector<RunSummary> selectedRuns() const;
+    // The selected runs' metrics (with the time split) or devices.csv rows in one CSV; false after error().
     bool exportMetricsCsv(const QString &path);
+    bool exportDevicesCsv(const QString &path);
 
 Q_SIGNALS:
     void selectionChanged();
@@ -59,7 +61,8 @@ private:
     QStringList deletableSelectedDirs() const;
     void deleteSelectedRuns();
     void deleteSelectedCheckpoints();
-    void exportCsvDialog();
+    void exportDialog(bool devices);
+    bool exportTable(const QString &path, const QString &title, std::string (*table)(const std::vector<RunSummary> &));
 
     AccuracyChart *m_chart;
     RunHistoryModel *m_model;
@@ -73,6 +76,7 @@ private:
     QAction *m_delete = nullptr;
     QAction *m_deleteCheckpoints = nullptr;
     QAction *m_exportCsv = nullptr;
+    QAction *m_exportDevices = nullptr;
     QAction *m_refresh = nullptr;
 };
 

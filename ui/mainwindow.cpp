@@ -75,7 +75,11 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_historyPanel, &HistoryPanel::selectionChanged, this, &MainWindow::updateActions);
     connect(m_historyPanel, &HistoryPanel::selectionChanged, this, [this] {
         const QVector<RunSummary> runs = m_historyPanel->selectedRuns();
-        m_evaluationView->setRunDir(runs.isEmpty() ? QString() : QString::fromStdString(runs.front().dir));
+        const QString dir = runs.isEmpty() ? QString() : QString::fromStdString(runs.front().dir);
+        m_evaluationView->setRunDir(dir);
+        // The Time tab is the live run's while one trains; otherwise it follows the history's selection.
+        if (!dir.isEmpty() && !m_runner->isRunning())
+            m_timeView->showRun(dir);
     });
     connect(m_evaluationView, &EvaluationView::evaluationFailed, this,
             [this](const QString &, const QString &error) { statusBar()->showMessage(tr("Evaluation failed: %1").arg(error), 8000); });

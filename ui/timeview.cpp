@@ -1,9 +1,16 @@
 #include "ui/timeview.h"
 
 #include "core/monitor/devicesampler.h"
+#include "core/runs/runrecord.h"
+#include "ui/chartexport.h"
+#include "ui/experimentfile.h"
 
 #include <QBarCategoryAxis>
+#include <QAction>
 #include <QBarSet>
+#include <QDir>
+#include <QFileInfo>
+#include <QMessageBox>
 #include <QChart>
 #include <QStackedBarSeries>
 #include <QValueAxis>
@@ -50,7 +57,46 @@ TimeView::TimeView(QWidget *parent)
     small.setPointSizeF(small.pointSizeF() * 0.85);
     chart->setTitleFont(small);
     setChart(chart);
+    auto *saveImage = new QAction(tr("Save Image…"), this);
+    connect(saveImage, &QAction::triggered, this, &TimeView::saveDialog);
+    addAction(saveImage);
+    setContextMenuPolicy(Qt::ActionsContextMenu);
     rebuild();
+}
+
+void TimeView::showRun(const QString &runDir)
+{
+    clear();
+    std::vector<EpochMetrics> epochs;
+    try {
+        epochs = readMetrics(runDir.toStdString());
+    } catch (const std::exception &) {
+        return;   // History lists the run with its problem; the view stays empty
+    }
+    readTiming(runDir.toStdString(), epochs);
+    for (EpochMetrics &m : epochs) {
+        m.devices.clear();
+        addEpoch(m);
+    }
+    QStringList parts;
+    for (const DeviceEpochStats &d : summarizeDevices(readDeviceEpochs(runDir.toStdString())))
+        parts << QString::fromStdString(formatEpochStats(d));
+    if (!parts.isEmpty())
+        chart()->setTitle(tr("%1, whole run: %2").arg(QFileInfo(runDir).fileName(), parts.join(QStringLiteral(" · "))));
+}
+
+bool TimeView::save(const QString &path, QString *error)
+{
+    return saveChart(this, path, tr("TrainLab time split"), error);
+}
+
+void TimeView::saveDialog()
+{
+    const QString path = ExperimentFile::askSavePath(window(), tr("Save Time Split"), QDir::homePath() + QStringLiteral("/time.png"),
+                                                     tr("PNG image (*.png);;SVG drawing (*.svg)"));
+    QString error;
+    if (!path.isEmpty() && !save(path, &error))
+        QMessageBox::warning(window(), tr("Save Time Split"), error);
 }
 
 void TimeView::clear()

@@ -24,6 +24,11 @@ public:
 
     void clear();
     void addEpoch(const EpochMetrics &metrics);
+    // A run's record from its folder (timing.csv, devices.csv), for a run in the history; its devices over the
+    // whole run above the bars.
+    void showRun(const QString &runDir);
+    // PNG, or SVG when the path ends in .svg; false with *error.
+    bool save(const QString &path, QString *error);
     int barCount() const;
     // The last epoch's device figures (devices.csv's), shown above the bars; empty before one came.
     QString devicesText() const;
@@ -32,6 +37,7 @@ public:
 
 private:
     void rebuild();
+    void saveDialog();
 
     QVector<TimeSplit> m_bars;
     QStringList m_labels;

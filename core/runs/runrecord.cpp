@@ -140,9 +140,7 @@ const char *RunRecord::devicesHeader()
            "mean_power_w,lost";
 }
 
-namespace {
-
-std::string devicesRow(int epoch, const DeviceEpochStats &d)
+std::string RunRecord::devicesRow(int epoch, const DeviceEpochStats &d)
 {
     auto mib = [](const std::optional<std::uint64_t> &bytes) {
         return bytes ? formatFixed(static_cast<double>(*bytes) / 1048576.0, 1) : std::string();
@@ -154,8 +152,6 @@ std::string devicesRow(int epoch, const DeviceEpochStats &d)
            + number(d.meanUtilization, 1) + "," + mib(d.peakMemory) + "," + mib(d.memoryTotal) + ","
            + number(d.peakTemperature, 0) + "," + number(d.meanPower, 1) + "," + (d.lost ? "1" : "0") + "\n";
 }
-
-} // namespace
 
 const char *RunRecord::timingHeader()
 {

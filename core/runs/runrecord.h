@@ -98,6 +98,7 @@ public:
     static const char *timingHeader();
     static const char *devicesHeader();
     static std::string metricsRow(const EpochMetrics &m);
+    static std::string devicesRow(int epoch, const DeviceEpochStats &d);
 
 private:
     RunRecord() = default;
