@@ -72,6 +72,8 @@ struct AugmentationConfig
     double erasing = 0.0;    // probability of blanking one rectangle of 2-33 % of the image (RandomErasing, value 0)
 
     bool any() const { return flip || cropPadding > 0 || erasing > 0; }
+    bool operator==(const AugmentationConfig &o) const { return flip == o.flip && cropPadding == o.cropPadding && erasing == o.erasing; }
+    bool operator!=(const AugmentationConfig &o) const { return !(*this == o); }
     // "crop 4, flip, erasing 0.25", or "none".
     std::string describe() const;
     // describe()'s text read back, parts in any order; nullopt with *error saying what is wrong (ranges are validate()'s).

@@ -51,9 +51,7 @@ AugmentPreview::AugmentPreview(QWidget *parent)
 void AugmentPreview::setConfig(const ExperimentConfig &config)
 {
     const AugmentationConfig &a = config.augmentation;
-    const bool same = m_loaded && a.flip == m_augmentation.flip && a.cropPadding == m_augmentation.cropPadding
-                      && a.erasing == m_augmentation.erasing && config.seed == m_seed;
-    if (same)
+    if (m_loaded && a == m_augmentation && config.seed == m_seed)
         return;
     m_augmentation = a;
     m_seed = config.seed;

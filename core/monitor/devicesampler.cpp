@@ -9,34 +9,51 @@ namespace trainlab {
 void DeviceEpochMeter::add(const std::vector<DeviceReading> &readings)
 {
     for (const DeviceReading &r : readings) {
-        auto it = std::find_if(m_devices.begin(), m_devices.end(), [&r](const Device &d) { return d.stats.id == r.id; });
-        if (it == m_devices.end()) {
-            m_devices.emplace_back();
-            it = std::prev(m_devices.end());
-            it->stats.id = r.id;
-        }
-        DeviceEpochStats &s = it->stats;
-        if (!r.name.empty())
-            s.name = r.name;
-        if (!r.cudaId.empty())
-            s.cudaId = r.cudaId;
-        ++s.samples;
-        s.lost = s.lost || r.lost;
-        if (r.utilization) {
-            it->utilizationSum += *r.utilization;
-            ++it->utilizationCount;
-        }
-        if (r.power) {
-            it->powerSum += *r.power;
-            ++it->powerCount;
-        }
-        if (r.memoryUsed)
-            s.peakMemory = std::max(s.peakMemory.value_or(0), *r.memoryUsed);
-        if (r.memoryTotal)
-            s.memoryTotal = r.memoryTotal;
-        if (r.temperature)
-            s.peakTemperature = std::max(s.peakTemperature.value_or(*r.temperature), *r.temperature);
+        DeviceEpochStats one;
+        one.id = r.id;
+        one.name = r.name;
+        one.cudaId = r.cudaId;
+        one.samples = 1;
+        one.meanUtilization = r.utilization;
+        one.meanPower = r.power;
+        one.peakMemory = r.memoryUsed;
+        one.memoryTotal = r.memoryTotal;
+        one.peakTemperature = r.temperature;
+        one.lost = r.lost;
+        add(one);
     }
+}
+
+void DeviceEpochMeter::add(const DeviceEpochStats &d)
+{
+    auto it = std::find_if(m_devices.begin(), m_devices.end(), [&d](const Device &m) { return m.stats.id == d.id; });
+    if (it == m_devices.end()) {
+        m_devices.emplace_back();
+        it = std::prev(m_devices.end());
+        it->stats.id = d.id;
+    }
+    DeviceEpochStats &s = it->stats;
+    if (!d.name.empty())
+        s.name = d.name;
+    if (!d.cudaId.empty())
+        s.cudaId = d.cudaId;
+    s.samples += d.samples;
+    s.lost = s.lost || d.lost;
+    const int weight = std::max(1, d.samples);
+    if (d.meanUtilization) {
+        it->utilizationSum += *d.meanUtilization * weight;
+        it->utilizationCount += weight;
+    }
+    if (d.meanPower) {
+        it->powerSum += *d.meanPower * weight;
+        it->powerCount += weight;
+    }
+    if (d.peakMemory)
+        s.peakMemory = std::max(s.peakMemory.value_or(0), *d.peakMemory);
+    if (d.memoryTotal)
+        s.memoryTotal = d.memoryTotal;
+    if (d.peakTemperature)
+        s.peakTemperature = std::max(s.peakTemperature.value_or(*d.peakTemperature), *d.peakTemperature);
 }
 
 std::vector<DeviceEpochStats> DeviceEpochMeter::take()

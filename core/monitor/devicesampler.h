@@ -12,11 +12,13 @@
 
 namespace trainlab {
 
-// Folds readings into each device's epoch figures: means of the readings that had a value, peaks of all.
+// Folds readings into each device's epoch figures: means of the readings that had a value, peaks of all. Folding
+// epochs' figures instead gives the whole run's: means weighted by each epoch's samples, peaks of the peaks.
 class DeviceEpochMeter
 {
 public:
     void add(const std::vector<DeviceReading> &readings);
+    void add(const DeviceEpochStats &figures);
     // The figures since the previous take, devices in the order first seen; starts afresh.
     std::vector<DeviceEpochStats> take();
 

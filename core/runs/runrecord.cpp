@@ -701,51 +701,10 @@ std::vector<DeviceEpochRow> parseDeviceEpochs(const std::string &text)
 
 std::vector<DeviceEpochStats> summarizeDevices(const std::vector<DeviceEpochRow> &rows)
 {
-    struct Sums
-    {
-        DeviceEpochStats stats;
-        double utilization = 0, power = 0;
-        int utilizationSamples = 0, powerSamples = 0;
-    };
-    std::vector<Sums> devices;
-    for (const DeviceEpochRow &row : rows) {
-        const DeviceEpochStats &d = row.stats;
-        auto it = std::find_if(devices.begin(), devices.end(), [&d](const Sums &s) { return s.stats.id == d.id; });
-        if (it == devices.end()) {
-            devices.push_back({});
-            it = std::prev(devices.end());
-            it->stats.id = d.id;
-        }
-        DeviceEpochStats &s = it->stats;
-        s.name = d.name.empty() ? s.name : d.name;
-        s.cudaId = d.cudaId.empty() ? s.cudaId : d.cudaId;
-        s.samples += d.samples;
-        s.lost = s.lost || d.lost;
-        const int weight = std::max(1, d.samples);
-        if (d.meanUtilization) {
-            it->utilization += *d.meanUtilization * weight;
-            it->utilizationSamples += weight;
-        }
-        if (d.meanPower) {
-            it->power += *d.meanPower * weight;
-            it->powerSamples += weight;
-        }
-        if (d.peakMemory)
-            s.peakMemory = std::max(s.peakMemory.value_or(0), *d.peakMemory);
-        if (d.memoryTotal)
-            s.memoryTotal = d.memoryTotal;
-        if (d.peakTemperature)
-            s.peakTemperature = std::max(s.peakTemperature.value_or(*d.peakTemperature), *d.peakTemperature);
-    }
-    std::vector<DeviceEpochStats> out;
-    for (Sums &d : devices) {
-        if (d.utilizationSamples > 0)
-            d.stats.meanUtilization = d.utilization / d.utilizationSamples;
-        if (d.powerSamples > 0)
-            d.stats.meanPower = d.power / d.powerSamples;
-        out.push_back(d.stats);
-    }
-    return out;
+    DeviceEpochMeter meter;
+    for (const DeviceEpochRow &row : rows)
+        meter.add(row.stats);
+    return meter.take();
 }
 
 std::vector<DeviceEpochRow> readDeviceEpochs(const std::string &runDir)

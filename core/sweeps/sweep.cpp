@@ -435,21 +435,12 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     if (const json *axes = top.object("axes")) {
         Reader r(*axes, "axes", problems, doc.written);
         r.checkUnknown({sweepAxisNames().begin(), sweepAxisNames().end()});
-        readAxis<double>(*axes, "learning_rate", s.learningRate, problems, "a number",
-                         [](const json &v, double &out) {
-                             if (!v.is_number())
-                                 return false;
-                             out = v.get<double>();
-                             return true;
-                         });
-        readAxis<double>(*axes, "momentum", s.momentum, problems, "a number", [](const json &v, double &out) {
-            if (!v.is_number())
-                return false;
-            out = v.get<double>();
-            return true;
-        });
         const std::pair<const char *, std::vector<double> *> numberAxes[] = {
-            {"weight_decay", &s.weightDecay}, {"label_smoothing", &s.labelSmoothing}, {"warmup_epochs", &s.warmupEpochs}};
+            {"learning_rate", &s.learningRate},
+            {"momentum", &s.momentum},
+            {"weight_decay", &s.weightDecay},
+            {"label_smoothing", &s.labelSmoothing},
+            {"warmup_epochs", &s.warmupEpochs}};
         for (const auto &[key, values] : numberAxes) {
             readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {
                 if (!v.is_number())
