@@ -4,6 +4,7 @@
 #include "ui/experimentform.h"
 #include "ui/mainwindow.h"
 #include "ui/runhistorymodel.h"
+#include "ui/timeview.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -541,8 +542,14 @@ void tst_MainWindow::unsavedChangesAreOfferedForSaving()
 
 void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
 {
-    fakeRun(QStringLiteral("first"), {0.3, 0.5, 0.6});
-    fakeRun(QStringLiteral("second"), {0.4, 0.7});
+    // Each with a timing.csv of one bar per epoch: the Time tab shows the first selected run's.
+    for (const QString &dir : {fakeRun(QStringLiteral("first"), {0.3, 0.5, 0.6}), fakeRun(QStringLiteral("second"), {0.4, 0.7})}) {
+        QByteArray timing = QByteArray(trainlab::RunRecord::timingHeader()) + '\n';
+        for (int e = 1; e <= trainlab::readRunSummary(dir.toStdString()).epochsDone; ++e)
+            timing += QByteArray::number(e) + ",0,0.1,1.0,0.0,0.1,0.1\n";
+        QFile file(dir + QStringLiteral("/timing.csv"));
+        QVERIFY(file.open(QIODevice::WriteOnly) && file.write(timing) == timing.size());
+    }
     MainWindow window;
     window.show();
     QVERIFY(QTest::qWaitForWindowActive(&window));
@@ -551,10 +558,16 @@ void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
     QCOMPARE(window.chart()->overlayCount(), 0);
     const QRect row0 = table->visualRect(table->model()->index(0, 0));
     const QRect row1 = table->visualRect(table->model()->index(1, 0));
+    auto *time = window.findChild<trainlab::TimeView *>(QStringLiteral("timeView"));
+    QVERIFY(time);
+    QCOMPARE(time->barCount(), 0);
     QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, row0.center());
     QCOMPARE(window.chart()->overlayCount(), 1);
+    const int firstBars = window.historyModel()->summary(0).epochsDone;
+    QCOMPARE(time->barCount(), firstBars);
     QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, row1.center());
     QCOMPARE(window.chart()->overlayCount(), 2);
+    QCOMPARE(time->barCount(), firstBars);
     QList<int> points{window.chart()->overlayPointCount(0), window.chart()->overlayPointCount(1)};
     std::sort(points.begin(), points.end());
     QCOMPARE(points, (QList<int>{2, 3}));

@@ -92,6 +92,15 @@ void tst_TimeView::showsARunFromItsFolder()
     QCOMPARE(view.part(2, 3), 1.0);   // epoch 2, rank 1: all-reduce
     QCOMPARE(view.part(1, 0), 1.0);   // epoch 1, rank 0: compute
     QCOMPARE(view.devicesText(), QFileInfo(dir).fileName() + QStringLiteral(", whole run: cpu: mean 70% of 2 cores, peak 1.0 GiB resident"));
+    // The history's refresh after a run re-selects the same run: the bars of the run that just ended stay.
+    view.followSelection(dir, true);
+    view.clear();
+    view.addEpoch(epoch(9, 1));
+    view.followSelection(dir, false);
+    QCOMPARE(view.barCount(), 1);
+    view.followSelection(QString(), false);
+    view.followSelection(dir, false);
+    QCOMPARE(view.barCount(), 4);
     view.showRun(tmp.filePath(QStringLiteral("gone")));
     QCOMPARE(view.barCount(), 0);
     QVERIFY(view.devicesText().isEmpty());

@@ -77,9 +77,7 @@ MainWindow::MainWindow(QWidget *parent)
         const QVector<RunSummary> runs = m_historyPanel->selectedRuns();
         const QString dir = runs.isEmpty() ? QString() : QString::fromStdString(runs.front().dir);
         m_evaluationView->setRunDir(dir);
-        // The Time tab is the live run's while one trains; otherwise it follows the history's selection.
-        if (!dir.isEmpty() && !m_runner->isRunning())
-            m_timeView->showRun(dir);
+        m_timeView->followSelection(dir, m_runner->isRunning());
     });
     connect(m_evaluationView, &EvaluationView::evaluationFailed, this,
             [this](const QString &, const QString &error) { statusBar()->showMessage(tr("Evaluation failed: %1").arg(error), 8000); });

@@ -85,6 +85,15 @@ void TimeView::showRun(const QString &runDir)
         chart()->setTitle(tr("%1, whole run: %2").arg(QFileInfo(runDir).fileName(), parts.join(QStringLiteral(" · "))));
 }
 
+void TimeView::followSelection(const QString &runDir, bool runTraining)
+{
+    if (runDir == m_selectedDir)
+        return;
+    m_selectedDir = runDir;
+    if (!runDir.isEmpty() && !runTraining)
+        showRun(runDir);
+}
+
 bool TimeView::save(const QString &path, QString *error)
 {
     return saveChart(this, path, tr("TrainLab time split"), error);

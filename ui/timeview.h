@@ -29,6 +29,9 @@ public:
     void showRun(const QString &runDir);
     // PNG, or SVG when the path ends in .svg; false with *error.
     bool save(const QString &path, QString *error);
+    // The history's first selected run: shown when the user picks another one and no run trains, so a run that
+    // just ended stays on view until then.
+    void followSelection(const QString &runDir, bool runTraining);
     int barCount() const;
     // The last epoch's device figures (devices.csv's), shown above the bars; empty before one came.
     QString devicesText() const;
@@ -39,6 +42,7 @@ private:
     void rebuild();
     void saveDialog();
 
+    QString m_selectedDir;
     QVector<TimeSplit> m_bars;
     QStringList m_labels;
     QStackedBarSeries *m_series;
