@@ -419,6 +419,10 @@ train() {
       trainlab_sec[$name]=$sec
     fi
   fi
+  # The last epoch's time split (CUDA events on a GPU, the host clock on the CPU).
+  local split
+  split=$(grep -E '^ +time +compute' "$log" | tail -n 1 | sed -E 's/^ +time +//; s/  +/ /g')
+  [ -n "$split" ] && figures[i]+="; split: $split"
   if grep -q 'CUDA graphs off' "$log"; then figures[i]+="; CUDA graphs OFF: $(grep -m 1 -o 'capturing.*' "$log")"
   elif grep -q 'CUDA graphs: captured' "$log"; then figures[i]+="; CUDA graphs captured"
   fi

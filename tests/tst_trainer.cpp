@@ -1,5 +1,6 @@
 #include "core/runs/report.h"
 #include "core/runs/runrecord.h"
+#include "core/train/splittimer.h"
 #include "core/train/trainer.h"
 
 #include "testutil.h"
@@ -45,6 +46,7 @@ private Q_SLOTS:
     void invalidConfigFails();
     void runFolderNamesDoNotClash();
     void timeSplitPerRank();
+    void splitTimerOnTheHost();
     void earlyStoppingEndsTheRun();
 
 private:
@@ -242,6 +244,33 @@ void tst_Trainer::timeSplitPerRank()
     QCOMPARE(rows.size(), std::size_t(2));
     QCOMPARE(rows[1].time.size(), std::size_t(2));
     QVERIFY(std::abs(rows[1].time[1].allreduce - o.epochs[1].time[1].allreduce) < 1e-3);
+}
+
+// The CPU's split clock: each lap adds from the last mark or lap, "other" is the rest of the epoch, and finish
+// starts the next epoch afresh.
+void tst_Trainer::splitTimerOnTheHost()
+{
+    trainlab::SplitTimer timer;
+    QVERIFY(timer.measuring());
+    timer.mark();
+    QTest::qSleep(20);
+    timer.lap(trainlab::SplitTimer::Data);
+    QTest::qSleep(10);
+    timer.lap(trainlab::SplitTimer::Compute);
+    QTest::qSleep(30);
+    timer.mark();
+    timer.lap(trainlab::SplitTimer::Optimizer);
+    const trainlab::TimeSplit t = timer.finish(1, 1.0);
+    QCOMPARE(t.rank, 1);
+    QVERIFY2(t.data >= 0.019 && t.data < 0.5, std::to_string(t.data).c_str());
+    QVERIFY2(t.compute >= 0.009 && t.compute < 0.5, std::to_string(t.compute).c_str());
+    QVERIFY2(t.optimizer < 0.009, "the sleep after the compute lap is outside every part");
+    QCOMPARE(t.allreduce, 0.0);
+    QVERIFY(std::abs(t.total() - 1.0) < 1e-9);
+    const trainlab::TimeSplit next = timer.finish(0, 2.0);
+    QCOMPARE(next.data + next.compute + next.optimizer, 0.0);
+    QCOMPARE(next.other, 2.0);
+    QVERIFY(timer.takeWarning().empty());
 }
 
 // A gain no epoch can make (min_delta 1) with patience 1: the run ends completed after epoch 2, says why in its

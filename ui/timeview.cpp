@@ -37,7 +37,7 @@ TimeView::TimeView(QWidget *parent)
     auto *chart = new QChart;
     // Compact, as it lives in a tab under the main chart: the legend at the side, the devices' line as title.
     chart->setMargins(QMargins(2, 2, 2, 2));
-    setToolTip(tr("Where each epoch's training time went, per rank (seconds, host clock)"));
+    setToolTip(tr("Where each epoch's training time went, per rank (seconds: the host's clock on the CPU, CUDA events on a GPU)"));
     const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other")};
     const QList<QColor> colors = {QColor(0x9e9e9e), QColor(0x1f77b4), QColor(0xd62728), QColor(0x2ca02c), QColor(0xbcbd22)};
     for (int i = 0; i < names.size(); ++i) {
@@ -164,7 +164,7 @@ void TimeView::rebuild()
         top = std::max(top, t.total());
     }
     m_axisX->clear();
-    m_axisX->append(m_labels.isEmpty() ? QStringList{tr("no split yet: measured on CPU replicas")} : m_labels);
+    m_axisX->append(m_labels.isEmpty() ? QStringList{tr("no split yet")} : m_labels);
     m_axisY->setRange(0.0, top > 0 ? top * 1.1 : 1.0);
 }
 

@@ -9,6 +9,7 @@
 #include "core/train/model.h"
 #include "core/train/precision.h"
 #include "core/train/schedule.h"
+#include "core/train/splittimer.h"
 #include "core/util/hostmemory.h"
 #include "core/util/numtext.h"
 #include "core/util/testhooks.h"
@@ -248,7 +249,7 @@ private:
     bool m_stopped = false;
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0;
-    TimeSplit m_time;
+    std::unique_ptr<SplitTimer> m_timer;
     // The last evaluation's logits of every test image (summed over ranks), for evaluation.json at the end.
     torch::Tensor m_lastLogits;
     int m_lastEvaluatedEpoch = 0;
@@ -423,7 +424,6 @@ bool Replica::trainEpoch(int epoch, int epochs)
     const torch::Tensor perm = torch::tensor(order, torch::kInt64).to(m_device);
 
     m_model->train();
-    m_time = TimeSplit{};
     m_epochLearningRate = learningRateAt(config, m_globalStep, batches);
     if (!constantSchedule(config))
         log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(m_epochLearningRate)
@@ -471,12 +471,6 @@ bool Replica::trainEpoch(int epoch, int epochs)
         const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
 
         // Zeroes every gradient and the control slots; the .grad views stay views.
-        Clock::time_point mark;
-        const auto lap = [&mark](double &part) {
-            const Clock::time_point now = Clock::now();
-            part += std::chrono::duration<double>(now - mark).count();
-            mark = now;
-        };
         for (auto &buffer : m_buckets)
             buffer.zero_();
         torch::Tensor &control = m_control;
@@ -488,19 +482,19 @@ bool Replica::trainEpoch(int epoch, int epochs)
                     testPause("step");
                 injectFault(RunOptions::FaultPoint::Step, m_globalStep, "at step " + std::to_string(m_globalStep));
                 if (mine > 0) {
-                    mark = Clock::now();
+                    m_timer->mark();
                     const torch::Tensor idx = perm.slice(0, offset, offset + mine);
                     // Drawn for the whole global batch, so each image's alteration is the same whatever the world.
                     const auto draws = drawAugmentation(config.augmentation, config.seed, m_globalStep, count,
                                                         m_trainImages.size(1), m_trainImages.size(2));
                     const torch::Tensor x = input(m_trainImages.index_select(0, idx), draws, offset - begin);
                     const torch::Tensor y = m_trainLabels.index_select(0, idx);
-                    lap(m_time.data);
+                    m_timer->lap(SplitTimer::Data);
                     // The last, smaller batch of an epoch runs eagerly: a graph holds one shape.
                     graphed = count == batch && replayCompute(x, y, count, mine);
                     if (!graphed)
                         computeStep(x, y, count, mine);
-                    lap(m_time.compute);
+                    m_timer->lap(SplitTimer::Compute);
                 }
             } catch (const std::exception &e) {
                 std::string error = errorText(e);
@@ -517,10 +511,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
             control[kStop] = 1.0f;
 
         if (m_collective) {
-            mark = Clock::now();
+            m_timer->mark();
             for (auto &buffer : m_buckets)
                 m_collective->allreduceSum(buffer);
-            lap(m_time.allreduce);
+            m_timer->lap(SplitTimer::Allreduce);
         }
         pending.push_back(sendToHost(control, k));
         if (lag == 0) {
@@ -533,10 +527,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
             try {
                 injectFault(RunOptions::FaultPoint::OptimizerStep, m_globalStep,
                             "in the optimizer step " + std::to_string(m_globalStep));
-                mark = Clock::now();
+                m_timer->mark();
                 if (!graphed || !replayUpdate())
                     optimizerStep();
-                lap(m_time.optimizer);
+                m_timer->lap(SplitTimer::Optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
             }
@@ -553,12 +547,13 @@ bool Replica::trainEpoch(int epoch, int epochs)
             return false;
     }
     m_epochSeconds = seconds(start);
-    m_time.rank = m_rank;
-    m_time.other = std::max(0.0, m_epochSeconds - (m_time.data + m_time.compute + m_time.allreduce + m_time.optimizer));
+    const TimeSplit time = m_timer->finish(m_rank, m_epochSeconds);
+    if (const std::string warning = m_timer->takeWarning(); !warning.empty())
+        log(who() + warning);
     // Read by local rank 0 after evaluation's all-reduce, which every local rank joins after this.
-    if (!m_device.is_cuda()) {
+    if (m_timer->measuring()) {
         std::lock_guard<std::mutex> lock(m_world.mutex);
-        m_world.times.push_back(m_time);
+        m_world.times.push_back(time);
     }
     m_epochLoss = lossSum / seen;
     m_epochAcc = correct / seen;
@@ -767,6 +762,7 @@ void Replica::run()
         streamGuard.emplace(c10::cuda::getStreamFromPool(false, m_device.index()));
     }
 #endif
+    m_timer = std::make_unique<SplitTimer>(m_device.is_cuda());
     const int epochs = m_world.config.epochs;
     RunResult result;
     result.epochs = m_world.done;
