@@ -26,11 +26,9 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QPainter>
-#include <QSaveFile>
 #include <QPushButton>
 #include <QStandardPaths>
 #include <QTableWidget>
-#include <QSvgGenerator>
 #include <QThread>
 #include <QToolButton>
 #include <QValueAxis>
@@ -545,39 +543,9 @@ bool EvaluationView::saveMatrix(const QString &path, QString *error) const
     }
     const int n = static_cast<int>(m_evaluation->classNames.size());
     const QSize size(130 + 12 + 52 * n, 74 + 52 * n + 8);
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        if (error)
-            *error = tr("%1: cannot write: %2").arg(path, file.errorString());
-        return false;
-    }
-    if (path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive)) {
-        QSvgGenerator svg;
-        svg.setOutputDevice(&file);
-        svg.setSize(size);
-        svg.setViewBox(QRect(QPoint(0, 0), size));
-        svg.setTitle(tr("Confusion matrix of %1").arg(QFileInfo(m_runDir).fileName()));
-        QPainter painter(&svg);
-        paintMatrix(painter, size);
-    } else {
-        QImage image(size * 2, QImage::Format_ARGB32_Premultiplied);
-        QPainter painter(&image);
-        painter.setRenderHint(QPainter::Antialiasing);
-        painter.scale(2, 2);
-        paintMatrix(painter, size);
-        painter.end();
-        if (!image.save(&file, "PNG")) {
-            if (error)
-                *error = tr("%1: cannot encode the PNG image").arg(path);
-            return false;
-        }
-    }
-    if (!file.commit()) {
-        if (error)
-            *error = tr("%1: cannot write: %2").arg(path, file.errorString());
-        return false;
-    }
-    return true;
+    return savePainted(path, path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive), size,
+                       tr("Confusion matrix of %1").arg(QFileInfo(m_runDir).fileName()),
+                       [this, size](QPainter &painter) { paintMatrix(painter, size); }, error);
 }
 
 bool EvaluationView::savePerClassCsv(const QString &path, QString *error) const
