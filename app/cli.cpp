@@ -10,6 +10,7 @@
 #include "core/monitor/devicemonitor.h"
 #include "core/monitor/devicesampler.h"
 #include "core/runs/report.h"
+#include "core/runs/runexport.h"
 #include "core/runs/runrecord.h"
 #include "core/runs/runstorage.h"
 #include "core/sweeps/queue.h"
@@ -157,6 +158,18 @@ int runsCommand(const trainlab::CliArgs &args)
 {
     const std::string dir = args.runsDir.empty() ? trainlab::defaultRunsDir() : args.runsDir;
     const auto runs = trainlab::listRuns(dir);
+    if (!args.csv.empty()) {
+        std::vector<trainlab::RunSummary> readable;
+        for (const auto &r : runs) {
+            if (r.status == "unreadable")
+                std::fprintf(stderr, "trainlab-cli: left out: %s\n", r.error.c_str());
+            else
+                readable.push_back(r);
+        }
+        const std::string table = args.csv == "metrics" ? trainlab::runsMetricsCsv(readable) : trainlab::runsDevicesCsv(readable);
+        std::fwrite(table.data(), 1, table.size(), stdout);
+        return 0;
+    }
     if (runs.empty()) {
         std::printf("no runs in %s\n", dir.c_str());
         return 0;

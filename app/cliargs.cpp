@@ -93,6 +93,8 @@ const char *cliUsage()
            "  resume RUN_DIR [--epochs N]      go on with a stopped, failed or interrupted run from its last\n"
            "                                   checkpoint; --epochs N continues a completed run to N epochs\n"
            "  runs [--runs-dir DIR]            list the runs: status (incl. interrupted), epochs, best acc\n"
+           "  runs --csv metrics|devices       every run's metrics (with the time split) or devices.csv as one\n"
+           "                                   CSV on stdout, each row led by the run's folder and name\n"
            "  evaluate RUN_DIR [--checkpoint best|last] [--json]\n"
            "                                   the run's model on its test set: accuracy per class, the most\n"
            "                                   confused classes, the confusion matrix; kept in evaluation.json\n"
@@ -209,8 +211,14 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             if (out.command == "sweep" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
                 throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
+            if (out.command == "runs" && arg == "--csv") {
+                out.csv = value(arg);
+                if (out.csv != "metrics" && out.csv != "devices")
+                    throw std::invalid_argument("--csv: metrics or devices, got \"" + out.csv + "\"");
+                continue;
+            }
             if (out.command == "runs" && arg != "--runs-dir")
-                throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR)");
+                throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR and --csv metrics|devices)");
             if (out.command == "validate" || arg.rfind("--", 0) != 0) {
                 if (arg.rfind("--", 0) == 0 || !out.configPath.empty())
                     throw std::invalid_argument("unexpected argument \"" + arg + "\"");

@@ -33,6 +33,7 @@ struct CliArgs
     std::vector<std::string> images;  // classify IMAGE...
     std::string invert = "auto";  // classify --invert auto|yes|no
     std::string outputPath;       // export OUT.pth
+    std::string csv;              // runs --csv metrics|devices: every run's table on stdout
     std::string error;
 };
 

@@ -1,5 +1,6 @@
 #include "app/cliargs.h"
 #include "core/data/idx.h"
+#include "core/runs/runexport.h"
 #include "core/runs/runrecord.h"
 #include "httpserver.h"
 #include "testutil.h"
@@ -167,6 +168,7 @@ void tst_Cli::badUsage_data()
     QTest::newRow("classify without image") << QStringList{"classify", "r"} << "classify: needs at least one IMAGE after RUN_DIR";
     QTest::newRow("classify bad invert") << QStringList{"classify", "r", "a.png", "--invert", "maybe"} << "--invert: auto, yes or no, got \"maybe\"";
     QTest::newRow("export without file") << QStringList{"export", "r", "--format", "pytorch"} << "export: needs OUT.pth";
+    QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
     QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "onnx", "m.onnx"} << "--format: only pytorch";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
     QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
@@ -723,6 +725,20 @@ void tst_Cli::monitorLinePerEpoch()
     QCOMPARE(*rows[4].stats.meanUtilization, 87.0);
     QVERIFY(rows[4].stats.samples >= 1);
     QVERIFY(!rows[5].stats.meanPower);       // NOT_SUPPORTED stays empty, not 0
+    // The runs folder's tables on stdout: the devices per epoch, and the metrics with the time split.
+    const QString runs = m_dir.filePath(QStringLiteral("runs"));
+    const Outcome devices = cli({QStringLiteral("runs"), QStringLiteral("--csv"), QStringLiteral("devices"), QStringLiteral("--runs-dir"), runs});
+    QVERIFY2(devices.exitCode == 0, qPrintable(devices.err));
+    QVERIFY(devices.out.startsWith(QStringLiteral("run,run_name,") + QString::fromLatin1(trainlab::RunRecord::devicesHeader()) + '\n'));
+    QCOMPARE(devices.out.count(QStringLiteral(",\"monitor\",2,gpu0,,Fake H200 #0,")), 1);
+    QCOMPARE(devices.out.count(QStringLiteral(",\"monitor\",")), 6);   // other tests' runs share the folder
+    const Outcome metrics = cli({QStringLiteral("runs"), QStringLiteral("--csv"), QStringLiteral("metrics"), QStringLiteral("--runs-dir"), runs});
+    QVERIFY2(metrics.exitCode == 0, qPrintable(metrics.err));
+    const QStringList lines = metrics.out.split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines[0], QString::fromLatin1(trainlab::runsMetricsHeader()));
+    const QStringList mine = lines.filter(QStringLiteral(",\"monitor\","));
+    QCOMPARE(mine.size(), 2);
+    QVERIFY2(mine[1].contains(QStringLiteral(",\"monitor\",2,")) && mine[1].endsWith(QStringLiteral(",1")), qPrintable(mine[1]));
     const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
     QCOMPARE(plain.exitCode, 2);
     QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));

@@ -170,7 +170,7 @@ void tst_HistoryPanel::exportsSelectedMetrics()
     QVERIFY(panel.exportDevicesCsv(path));
     QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
     const QByteArray devicesCsv = f.readAll();
-    QCOMPARE(devicesCsv, QByteArray("run,name,") + trainlab::RunRecord::devicesHeader() + "\n" + QFileInfo(timed).fileName().toUtf8()
+    QCOMPARE(devicesCsv, QByteArray("run,run_name,") + trainlab::RunRecord::devicesHeader() + "\n" + QFileInfo(timed).fileName().toUtf8()
                              + ",\"timed\",1,cpu,,2 cores,3,90.0,512.0,24000.0,,,0\n");
 }
 

@@ -21,7 +21,7 @@ std::string rowStart(const RunSummary &s)
 
 const char *runsMetricsHeader()
 {
-    return "run,name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,"
+    return "run,run_name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,"
            "data_seconds,compute_seconds,allreduce_seconds,optimizer_seconds,other_seconds,ranks";
 }
 
@@ -57,7 +57,7 @@ std::string runsMetricsCsv(const std::vector<RunSummary> &runs)
 
 std::string runsDevicesCsv(const std::vector<RunSummary> &runs)
 {
-    std::string csv = std::string("run,name,") + RunRecord::devicesHeader() + "\n";
+    std::string csv = std::string("run,run_name,") + RunRecord::devicesHeader() + "\n";
     for (const RunSummary &s : runs) {
         for (const DeviceEpochRow &row : readDeviceEpochs(s.dir))
             csv += rowStart(s) + RunRecord::devicesRow(row.epoch, row.stats);
