@@ -61,6 +61,10 @@ void SplitTimer::mark()
         return;
 #ifdef TRAINLAB_WITH_CUDA
     if (m_events) {
+        // A part starts where the last lap ended, so a step costs four event records, not seven; the little the
+        // stream runs between a lap and the next mark (zeroing buckets, the control copy) joins the next part.
+        if (m_events->used > 0)
+            return;
         try {
             m_events->mark = m_events->record();
         } catch (const std::exception &e) {
