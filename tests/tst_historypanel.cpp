@@ -14,6 +14,8 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <filesystem>
+
 using trainlab::HistoryPanel;
 
 class tst_HistoryPanel : public QObject
@@ -210,6 +212,26 @@ void tst_HistoryPanel::timeToTargetColumn()
     QCOMPARE(cell(slow), QStringLiteral("2.0 s (2)"));
     panel.targetBox()->setValue(0.3);
     QCOMPARE(cell(never), QStringLiteral("1.0 s (1)"));
+
+    // A refresh reads a metrics.csv again when it changed, and only then: an untouched file is not re-read.
+    panel.targetBox()->setValue(0.9);
+    trainlab::EpochMetrics better{1, 1.0, 0.5, 0.95, 2.0, 10.0, {}, 0.0, {}};
+    QFile rewritten(never + QStringLiteral("/metrics.csv"));
+    QVERIFY(rewritten.open(QIODevice::WriteOnly));
+    rewritten.write(QByteArray(trainlab::RunRecord::metricsHeader()) + '\n' + QByteArray::fromStdString(trainlab::RunRecord::metricsRow(better)));
+    rewritten.close();
+    const std::string slowMetrics = (slow + QStringLiteral("/metrics.csv")).toStdString();
+    const auto slowTime = std::filesystem::last_write_time(slowMetrics);
+    QFile garbled(QString::fromStdString(slowMetrics));
+    QVERIFY(garbled.open(QIODevice::ReadWrite));
+    const qint64 size = garbled.size();
+    garbled.seek(0);
+    garbled.write(QByteArray(size, 'x'));
+    garbled.close();
+    std::filesystem::last_write_time(slowMetrics, slowTime);
+    panel.refresh();
+    QCOMPARE(cell(never), QStringLiteral("2.0 s (1)"));
+    QCOMPARE(cell(slow), QStringLiteral("3.0 s (3)"));
 }
 
 // An old run's devices.csv, summed over the run in the history's tooltip: sample-weighted means, peaks of peaks.

@@ -4,6 +4,7 @@
 
 #include <QDateTime>
 #include <QDir>
+#include <QHash>
 #include <QLocale>
 
 namespace trainlab {
@@ -25,9 +26,23 @@ void RunHistoryModel::setActiveRunDir(const QString &dir)
         Q_EMIT dataChanged(index(0, Status), index(rowCount() - 1, Status));
 }
 
+namespace {
+
+std::pair<std::filesystem::file_time_type, std::uintmax_t> stampOf(const std::string &path)
+{
+    std::error_code ec;
+    const auto time = std::filesystem::last_write_time(path, ec);
+    return {ec ? std::filesystem::file_time_type::min() : time, std::filesystem::file_size(path, ec)};
+}
+
+} // namespace
+
 void RunHistoryModel::refresh()
 {
     beginResetModel();
+    QHash<QString, Row> previous;
+    for (Row &row : m_rows)
+        previous.insert(QString::fromStdString(row.summary.dir), std::move(row));
     m_rows.clear();
     std::vector<RunSummary> runs;
     try {
@@ -42,16 +57,28 @@ void RunHistoryModel::refresh()
             m_rows.append(row);   // listed with its problem (tooltip), never read through
             continue;
         }
-        try {
-            row.config = ExperimentConfig::load(s.dir + "/config.json");
-            row.hasConfig = true;
-        } catch (const std::exception &) {
-            row.hasConfig = false;   // listed all the same: its metrics are still worth comparing
+        row.configStamp = stampOf(s.dir + "/config.json");
+        row.metricsStamp = stampOf(s.dir + "/metrics.csv");
+        const auto known = previous.constFind(QString::fromStdString(s.dir));
+        if (known != previous.constEnd() && known->configStamp == row.configStamp) {
+            row.config = known->config;
+            row.hasConfig = known->hasConfig;
+        } else {
+            try {
+                row.config = ExperimentConfig::load(s.dir + "/config.json");
+                row.hasConfig = true;
+            } catch (const std::exception &) {
+                row.hasConfig = false;   // listed all the same: its metrics are still worth comparing
+            }
         }
-        try {
-            row.epochs = readMetrics(s.dir);
-        } catch (const std::exception &) {
-            // No readable metrics.csv: the other columns come from summary.json.
+        if (known != previous.constEnd() && known->metricsStamp == row.metricsStamp) {
+            row.epochs = known->epochs;
+        } else {
+            try {
+                row.epochs = readMetrics(s.dir);
+            } catch (const std::exception &) {
+                // No readable metrics.csv: the other columns come from summary.json.
+            }
         }
         m_rows.append(row);
     }

@@ -8,6 +8,9 @@
 #include <QString>
 #include <QVector>
 
+#include <filesystem>
+#include <utility>
+
 namespace trainlab {
 
 // The runs in a runs folder, newest first, as the history table shows them.
@@ -47,6 +50,9 @@ private:
         bool hasConfig = false;
         ExperimentConfig config;
         std::vector<EpochMetrics> epochs;   // metrics.csv, for the time to the target
+        // config.json's and metrics.csv's modification time and size when read: a refresh reads them again
+        // only when they changed, so a large runs folder refreshes at the cost of its summaries.
+        std::pair<std::filesystem::file_time_type, std::uintmax_t> configStamp, metricsStamp;
     };
     QString statusText(const Row &row) const;
 
