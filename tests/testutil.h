@@ -18,10 +18,10 @@ constexpr long long timeLimitMs(long long ms)
 #endif
 }
 
-// Rows about what is learned (loss, determinism, early stopping) or about one more path through the CLI:
-// an ASan/UBSan build, which trains about ten times slower, leaves them to the main build.
+// Rows about what is learned (loss, determinism, early stopping), about timing, or a longer twin of a path a
+// shorter row already runs: an ASan/UBSan build, which trains about ten times slower, leaves them to the main build.
 #ifdef TRAINLAB_SANITIZED
-#define SKIP_WHEN_SANITIZED() QSKIP("learning or CLI output, not memory: runs in the main build")
+#define SKIP_WHEN_SANITIZED() QSKIP("learning, timing or a covered path, not memory: runs in the main build")
 #else
 #define SKIP_WHEN_SANITIZED() static_cast<void>(0)
 #endif

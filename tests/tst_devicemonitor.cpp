@@ -179,6 +179,10 @@ void tst_DeviceMonitor::epochMeansAndPeaks()
     QVERIFY(!epoch[1].meanPower);
     QVERIFY(epoch[1].lost);
     QCOMPARE(trainlab::formatEpochStats(epoch[1]), std::string("gpu0 G: mean 90%, peak 3.0 of 8.0 GiB, 70 C, lost during the epoch"));
+    trainlab::DeviceEpochStats remote = epoch[0];
+    remote.name = "2 cores";
+    remote.id = "node1:cpu";   // another machine's CPU row, as a multi-node run names it
+    QCOMPARE(trainlab::formatEpochStats(remote), std::string("node1:cpu: mean 150% of 2 cores, peak 2.0 GiB resident"));
     QVERIFY(meter.take().empty());   // the next epoch starts afresh
 }
 

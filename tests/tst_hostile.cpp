@@ -4,6 +4,7 @@
 #include "core/runs/runrecord.h"
 #include "core/runs/runstorage.h"
 #include "core/sweeps/queue.h"
+#include "core/train/nodereport.h"
 #include "core/train/trainer.h"
 #include "core/util/numtext.h"
 #include "core/util/paths.h"
@@ -98,6 +99,8 @@ private Q_SLOTS:
     void metricsRowsRangeChecked_data();
     void metricsRowsRangeChecked();
     void legacyMetricsStillRead();
+    void nodeReportChecked_data();
+    void nodeReportChecked();
     void localeNeverChangesFiles_data();
     void localeNeverChangesFiles();
     void deleteRunNeverLeavesFolder();
@@ -240,6 +243,54 @@ void tst_Hostile::metricsRowsRangeChecked_data()
     QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200,0.1" << false;
     QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,0.1,7" << false;
     QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200,0.1" << false;
+}
+
+// What another node sends node 0 at an epoch's end: read back as sent, anything else refused with the reason.
+void tst_Hostile::nodeReportChecked_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("error");
+    trainlab::NodeReport report;
+    trainlab::TimeSplit t;
+    t.rank = 3;
+    t.compute = 1.25;
+    t.allreduce = 0.5;
+    report.time.push_back(t);
+    trainlab::DeviceEpochStats d;
+    d.id = "node1:gpu0";
+    d.cudaId = "cuda:0";
+    d.name = "H200";
+    d.samples = 4;
+    d.meanUtilization = 87.5;
+    report.devices.push_back(d);
+    QTest::newRow("as sent") << QString::fromStdString(trainlab::encodeNodeReport(2, report)) << QString();
+    QTest::newRow("another epoch's") << QString::fromStdString(trainlab::encodeNodeReport(1, report)) << "not epoch 2's";
+    QTest::newRow("not JSON") << "{\"epoch\": 2," << "not JSON";
+    QTest::newRow("no time") << R"({"epoch": 2, "devices": ""})" << "no \"time\" list";
+    QTest::newRow("short row") << R"({"epoch": 2, "time": [[3, 1, 2]], "devices": ""})" << "not [rank, 5 seconds]";
+    QTest::newRow("negative part") << R"({"epoch": 2, "time": [[3, 0, -1, 0, 0, 0]], "devices": ""})" << "not a number of seconds";
+    QTest::newRow("devices not a table") << R"({"epoch": 2, "time": [], "devices": 7})" << "no \"devices\" table";
+}
+
+void tst_Hostile::nodeReportChecked()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, error);
+    try {
+        const trainlab::NodeReport r = trainlab::decodeNodeReport(2, text.toStdString());
+        QVERIFY2(error.isEmpty(), "accepted");
+        QCOMPARE(r.time.size(), std::size_t(1));
+        QCOMPARE(r.time[0].rank, 3);
+        QCOMPARE(r.time[0].compute, 1.25);
+        QCOMPARE(r.time[0].allreduce, 0.5);
+        QCOMPARE(r.devices.size(), std::size_t(1));
+        QCOMPARE(r.devices[0].id, std::string("node1:gpu0"));
+        QCOMPARE(r.devices[0].cudaId, std::string("cuda:0"));
+        QCOMPARE(*r.devices[0].meanUtilization, 87.5);
+        QVERIFY(!r.devices[0].peakMemory);
+    } catch (const std::runtime_error &e) {
+        QVERIFY2(!error.isEmpty() && QString::fromStdString(e.what()).contains(error), e.what());
+    }
 }
 
 void tst_Hostile::metricsRowsRangeChecked()

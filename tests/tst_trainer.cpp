@@ -216,10 +216,11 @@ void tst_Trainer::runFolderNamesDoNotClash()
 // and timing.csv keeps it beside metrics.csv (issue 23).
 void tst_Trainer::timeSplitPerRank()
 {
+    SKIP_WHEN_SANITIZED();   // tst_evaluation's "2 replicas" row runs the same replicas under ASan
     ExperimentConfig c = tiny(2);
     c.devices = {"cpu", "cpu"};
     c.cpuThreads = 2;
-    c.dataset.trainLimit = 48;   // three steps an epoch: enough to split, cheap under ASan
+    c.dataset.trainLimit = 48;   // three steps an epoch: enough to split
     RecordingObserver o;
     const trainlab::RunResult r = run(c, o, true);
     QCOMPARE(r.status, trainlab::RunStatus::Completed);

@@ -23,17 +23,17 @@ bool commit(QSaveFile &file, const QString &path, QString *error)
     return file.commit() || fail(file, path, error);
 }
 
-bool isSvg(const QString &path)
-{
-    return QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
-}
-
 void renderView(QChartView *view, QPainter &painter)
 {
     view->render(&painter, QRectF(QPointF(0, 0), QSizeF(view->size())), view->rect());
 }
 
 } // namespace
+
+bool isSvg(const QString &path)
+{
+    return QFileInfo(path).suffix().compare(QLatin1String("svg"), Qt::CaseInsensitive) == 0;
+}
 
 bool savePainted(const QString &path, bool svg, const QSize &size, const QString &title,
                  const std::function<void(QPainter &)> &paint, QString *error)

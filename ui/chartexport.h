@@ -19,7 +19,8 @@ bool savePainted(const QString &path, bool svg, const QSize &size, const QString
                  const std::function<void(QPainter &)> &paint, QString *error);
 bool saveChartPng(QChartView *view, const QString &path, QString *error);
 bool saveChartSvg(QChartView *view, const QString &path, const QString &title, QString *error);
-// SVG when the path ends in .svg (any case), else PNG.
+// Whether path ends in .svg (any case): the savers below write SVG then, else PNG.
+bool isSvg(const QString &path);
 bool saveChart(QChartView *view, const QString &path, const QString &title, QString *error);
 bool saveTextFile(const QString &path, const QByteArray &data, QString *error);
 

@@ -543,7 +543,7 @@ bool EvaluationView::saveMatrix(const QString &path, QString *error) const
     }
     const int n = static_cast<int>(m_evaluation->classNames.size());
     const QSize size(130 + 12 + 52 * n, 74 + 52 * n + 8);
-    return savePainted(path, path.endsWith(QLatin1String(".svg"), Qt::CaseInsensitive), size,
+    return savePainted(path, isSvg(path), size,
                        tr("Confusion matrix of %1").arg(QFileInfo(m_runDir).fileName()),
                        [this, size](QPainter &painter) { paintMatrix(painter, size); }, error);
 }

@@ -76,8 +76,9 @@ void TimeView::showRun(const QString &runDir)
     readTiming(runDir.toStdString(), epochs);
     for (EpochMetrics &m : epochs) {
         m.devices.clear();
-        addEpoch(m);
+        append(m);
     }
+    rebuild();
     QStringList parts;
     for (const DeviceEpochStats &d : summarizeDevices(readDeviceEpochs(runDir.toStdString())))
         parts << QString::fromStdString(formatEpochStats(d));
@@ -123,6 +124,12 @@ QString TimeView::devicesText() const
 
 void TimeView::addEpoch(const EpochMetrics &metrics)
 {
+    append(metrics);
+    rebuild();
+}
+
+void TimeView::append(const EpochMetrics &metrics)
+{
     if (!metrics.devices.empty()) {
         QStringList parts;
         for (const DeviceEpochStats &d : metrics.devices)
@@ -137,7 +144,6 @@ void TimeView::addEpoch(const EpochMetrics &metrics)
         m_bars.removeFirst();
         m_labels.removeFirst();
     }
-    rebuild();
 }
 
 int TimeView::barCount() const

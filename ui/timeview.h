@@ -39,6 +39,7 @@ public:
     double part(int set, int bar) const;
 
 private:
+    void append(const EpochMetrics &metrics);   // without a redraw, so a whole run draws once
     void rebuild();
     void saveDialog();
 

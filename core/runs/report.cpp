@@ -42,13 +42,8 @@ std::string epochLine(const EpochMetrics &m, int epochs)
 std::string timeSharesLine(const EpochMetrics &m)
 {
     TimeSplit sum;
-    for (const TimeSplit &t : m.time) {
-        sum.data += t.data;
-        sum.compute += t.compute;
-        sum.allreduce += t.allreduce;
-        sum.optimizer += t.optimizer;
-        sum.other += t.other;
-    }
+    for (const TimeSplit &t : m.time)
+        sum += t;
     const double total = sum.total();
     if (m.time.empty() || total <= 0)
         return {};

@@ -34,17 +34,13 @@ std::string runsMetricsCsv(const std::vector<RunSummary> &runs)
         for (const EpochMetrics &m : epochs) {
             std::string row = RunRecord::metricsRow(m);
             row.pop_back();
-            TimeSplit mean;
-            for (const TimeSplit &t : m.time) {
-                mean.data += t.data / m.time.size();
-                mean.compute += t.compute / m.time.size();
-                mean.allreduce += t.allreduce / m.time.size();
-                mean.optimizer += t.optimizer / m.time.size();
-                mean.other += t.other / m.time.size();
-            }
             if (m.time.empty()) {
                 row += ",,,,,,0";
             } else {
+                TimeSplit mean;
+                for (const TimeSplit &t : m.time)
+                    mean += t;
+                mean /= static_cast<double>(m.time.size());
                 for (const double part : {mean.data, mean.compute, mean.allreduce, mean.optimizer, mean.other})
                     row += "," + formatFixed(part, 4);
                 row += "," + std::to_string(m.time.size());

@@ -349,6 +349,11 @@ void RunRecord::startDeviceSampling(const std::vector<std::string> &cudaBusIds)
         m_sampler = std::make_unique<DeviceSampler>(cudaBusIds);
 }
 
+void RunRecord::addNodeDevices(const std::vector<DeviceEpochStats> &devices)
+{
+    m_nodeDevices.insert(m_nodeDevices.end(), devices.begin(), devices.end());
+}
+
 RunRecord::~RunRecord()
 {
     if (m_lockFd >= 0)
@@ -435,8 +440,12 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
         }
         writeFileAtomic(m_dir + "/timing.csv", timing);
     }
-    if (m_sampler) {
-        m_lastDevices = m_sampler->takeEpoch();
+    if (m_sampler || !m_nodeDevices.empty()) {
+        m_lastDevices = m_sampler ? m_sampler->takeEpoch() : std::vector<DeviceEpochStats>{};
+        for (DeviceEpochStats &d : m_lastDevices)
+            d.id = m_devicePrefix + d.id;
+        m_lastDevices.insert(m_lastDevices.end(), m_nodeDevices.begin(), m_nodeDevices.end());
+        m_nodeDevices.clear();
         for (const DeviceEpochStats &d : m_lastDevices)
             m_deviceRows += devicesRow(m.epoch, d);
         writeFileAtomic(m_dir + "/devices.csv", std::string(devicesHeader()) + "\n" + m_deviceRows);

@@ -84,6 +84,10 @@ public:
     // epoch's figures to devices.csv (cudaBusIds: cuda:N's PCI bus id at N, to name the GPUs the run used). Off by
     // default: a record made by a test or a tool samples nothing.
     void startDeviceSampling(const std::vector<std::string> &cudaBusIds = {});
+    // Multi-node runs: this node's devices are written with prefix ("node0:cpu"), and addNodeDevices hands over the
+    // other nodes' figures of the epoch the next commitEpoch writes, after this node's.
+    void setDevicePrefix(const std::string &prefix) { m_devicePrefix = prefix; }
+    void addNodeDevices(const std::vector<DeviceEpochStats> &devices);
     // The figures commitEpoch wrote for its epoch; empty without sampling.
     const std::vector<DeviceEpochStats> &lastDevices() const { return m_lastDevices; }
     // True when the run folder was deleted or moved away while this record held it.
@@ -115,6 +119,8 @@ private:
     std::string m_deviceRows;      // devices.csv's rows, the epochs before a resume included
     std::unique_ptr<DeviceSampler> m_sampler;
     std::vector<DeviceEpochStats> m_lastDevices;
+    std::string m_devicePrefix;
+    std::vector<DeviceEpochStats> m_nodeDevices;   // the other nodes', for the next commitEpoch
     RunSummary m_summary;
     RunResult m_epochs;   // the epochs so far, summarized as the engine's result is
     double m_previousSeconds = 0.0;

@@ -192,25 +192,14 @@ std::map<int, TimeSplit> timeByDeviceCount(const std::vector<QueueEntry> &entrie
         for (std::size_t i = first; i < e.metrics.size(); ++i) {
             for (const TimeSplit &t : e.metrics[i].time) {
                 auto &[sum, count] = sums[devices];
-                sum.data += t.data;
-                sum.compute += t.compute;
-                sum.allreduce += t.allreduce;
-                sum.optimizer += t.optimizer;
-                sum.other += t.other;
+                sum += t;
                 ++count;
             }
         }
     }
     std::map<int, TimeSplit> means;
-    for (const auto &[devices, sum] : sums) {
-        TimeSplit &m = means[devices];
-        const double n = sum.second;
-        m.data = sum.first.data / n;
-        m.compute = sum.first.compute / n;
-        m.allreduce = sum.first.allreduce / n;
-        m.optimizer = sum.first.optimizer / n;
-        m.other = sum.first.other / n;
-    }
+    for (const auto &[devices, sum] : sums)
+        (means[devices] = sum.first) /= sum.second;
     return means;
 }
 

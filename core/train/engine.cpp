@@ -1,12 +1,14 @@
 #include "core/train/engine.h"
 
 #include "core/data/augment.h"
+#include "core/monitor/devicesampler.h"
 #include "core/runs/runrecord.h"
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
 #include "core/train/fusedsgd.h"
 #include "core/train/launcher.h"
 #include "core/train/model.h"
+#include "core/train/nodereport.h"
 #include "core/train/precision.h"
 #include "core/train/schedule.h"
 #include "core/train/splittimer.h"
@@ -87,6 +89,7 @@ struct World
     int startEpoch = 0;
 
     std::atomic<bool> observerStop{false};   // set by rank 0 when the observer asks to stop
+    std::unique_ptr<DeviceSampler> nodeSampler;   // a node without the record: its devices for node 0's
 
     std::mutex mutex;                        // guards the fields below
     std::vector<TimeSplit> times;            // this epoch's, one per local rank that measured it
@@ -197,6 +200,7 @@ private:
     void prepareLocal();
     void makeGradientBuckets();
     bool trainEpoch(int epoch, int epochs);
+    void exchangeNodeReports(int epoch, EpochMetrics &m);
     void computeStep(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     void optimizerStep();
     bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
@@ -409,6 +413,45 @@ std::string Replica::failedRank()
             return m_rendezvous->get(key, key);
     }
     return "a replica failed";
+}
+
+// Each node's local rank 0 sends its ranks' time split and (one process per machine) its devices to node 0, which
+// waits for them a few seconds at most: a node that cannot report is left out of the record, never waited on.
+void Replica::exchangeNodeReports(int epoch, EpochMetrics &m)
+{
+    const NodeOptions &node = m_world.options.node;
+    if (node.nodeRank != 0) {
+        NodeReport mine{m.time, {}};
+        if (m_world.nodeSampler) {
+            mine.devices = m_world.nodeSampler->takeEpoch();
+            for (DeviceEpochStats &d : mine.devices)
+                d.id = nodeDevicePrefix(node.nodeRank, node.processesPerNode) + d.id;
+            m.devices = mine.devices;
+        }
+        m_rendezvous->set(nodeReportKey(epoch, node.nodeRank), encodeNodeReport(epoch, mine));
+        return;
+    }
+    std::vector<DeviceEpochStats> devices;
+    for (int k = 1; k < node.nnodes; ++k) {
+        const std::string key = nodeReportKey(epoch, k);
+        const auto deadline = Clock::now() + std::chrono::seconds(10);
+        bool arrived = m_rendezvous->check(key);
+        for (; !arrived && Clock::now() < deadline && !m_world.stop->load(); arrived = m_rendezvous->check(key))
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        try {
+            if (!arrived)
+                throw std::runtime_error("did not arrive within 10 s");
+            NodeReport report = decodeNodeReport(epoch, m_rendezvous->get(key, key));
+            m.time.insert(m.time.end(), report.time.begin(), report.time.end());
+            devices.insert(devices.end(), report.devices.begin(), report.devices.end());
+        } catch (const std::exception &e) {
+            log("node " + std::to_string(k) + "'s epoch " + std::to_string(epoch) + " times and devices left out of the record: "
+                + e.what());
+        }
+    }
+    std::sort(m.time.begin(), m.time.end(), [](const TimeSplit &a, const TimeSplit &b) { return a.rank < b.rank; });
+    if (m_world.record)
+        m_world.record->addNodeDevices(devices);
 }
 
 // False when the world ended the epoch early (a stop, or a failure every rank read in the control slots).
@@ -783,6 +826,13 @@ void Replica::run()
                 m.time.swap(m_world.times);
                 std::sort(m.time.begin(), m.time.end(), [](const TimeSplit &a, const TimeSplit &b) { return a.rank < b.rank; });
             }
+            if (m_localRank == 0 && m_world.options.node.nnodes > 1) {
+                try {
+                    exchangeNodeReports(epoch, m);
+                } catch (const std::exception &e) {
+                    fail(errorText(e));   // as below: the next collective stops the others
+                }
+            }
             result.epochs.push_back(m);
             try {
                 injectFault(RunOptions::FaultPoint::EpochEnd, epoch, "at the end of epoch " + std::to_string(epoch));
@@ -931,6 +981,10 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
                     world.worldDevices.push_back("node" + std::to_string(r) + ":" + d.get<std::string>());
             }
             world.worldSize = static_cast<int>(world.worldDevices.size());
+            if (world.record)
+                world.record->setDevicePrefix(nodeDevicePrefix(node.nodeRank, node.processesPerNode));
+            else if (node.localRank == 0)
+                world.nodeSampler = std::make_unique<DeviceSampler>(cudaBusIds());
         } else {
             world.worldDevices = config.devices;
             world.worldSize = local;

@@ -20,6 +20,25 @@ struct TimeSplit
     double optimizer = 0.0;     // the SGD update
     double other = 0.0;
     double total() const { return data + compute + allreduce + optimizer + other; }
+    // The parts only: sums and means over ranks or epochs keep the rank of the left side.
+    TimeSplit &operator+=(const TimeSplit &t)
+    {
+        data += t.data;
+        compute += t.compute;
+        allreduce += t.allreduce;
+        optimizer += t.optimizer;
+        other += t.other;
+        return *this;
+    }
+    TimeSplit &operator/=(double n)
+    {
+        data /= n;
+        compute /= n;
+        allreduce /= n;
+        optimizer /= n;
+        other /= n;
+        return *this;
+    }
 };
 
 struct EpochMetrics
