@@ -409,7 +409,7 @@ train() {
   [ "$lr" = - ] || recipe+=(--lr "$lr")
   mem_start "$memlog"
   step "$name" timeout -k 10 "$limit" "$cli" run "$cfg" --epochs "$epochs" "${recipe[@]}" \
-    --devices "$devices" --train-limit "$train_limit" --test-limit "$test_limit" --runs-dir "$out/runs"
+    --devices "$devices" --train-limit "$train_limit" --test-limit "$test_limit" --runs-dir "$out/runs" --monitor
   local rc=$? mem
   mem=$(mem_stop "$memlog" "$devices")
   local i=$(( ${#names[@]} - 1 )) log=${steplogs[${#steplogs[@]}-1]} run
@@ -428,6 +428,13 @@ train() {
   local split
   split=$(grep -E '^ +time +compute' "$log" | tail -n 1 | sed -E 's/^ +time +//; s/  +/ /g')
   [ -n "$split" ] && figures[i]+="; split: $split"
+  # The last epoch's device monitor (--monitor): this process's CPU and the GPUs the run trained on.
+  local monitor
+  monitor=$(awk -v devices=",$devices," '/^epoch [0-9]+\//{m = ""}
+    /^  monitor / { line = substr($0, 11); id = line; sub(/^[^(]*\(/, "", id); sub(/\).*/, "", id)
+                    if (line ~ /^cpu:/ || index(devices, "," id ",")) m = m (m == "" ? "" : " | ") line }
+    END { print m }' "$log")
+  [ -n "$monitor" ] && figures[i]+="; monitor: $monitor"
   if grep -q 'CUDA graphs off' "$log"; then figures[i]+="; CUDA graphs OFF: $(grep -m 1 -o 'capturing.*' "$log")"
   elif grep -q 'CUDA graphs: captured' "$log"; then figures[i]+="; CUDA graphs captured"
   fi
