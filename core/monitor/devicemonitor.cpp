@@ -264,6 +264,17 @@ void labelCudaDevices(std::vector<DeviceReading> &readings, const std::vector<st
     }
 }
 
+bool DeviceEpochStats::isCpu() const
+{
+    return id == "cpu" || (id.size() > 4 && id.compare(id.size() - 4, 4, ":cpu") == 0);
+}
+
+void nameByNode(std::vector<DeviceEpochStats> &devices, const std::string &prefix)
+{
+    for (DeviceEpochStats &d : devices)
+        d.id = prefix + d.id;
+}
+
 std::string formatReading(const DeviceReading &r)
 {
     auto number = [](const std::optional<double> &v, const char *unit) {

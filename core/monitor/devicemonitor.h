@@ -37,7 +37,13 @@ struct DeviceEpochStats
     std::optional<std::uint64_t> memoryTotal;
     std::optional<double> peakTemperature;      // degrees Celsius
     std::optional<double> meanPower;            // watts
+
+    // The CPU row, also where a run over several machines names it by node ("node1:cpu").
+    bool isCpu() const;
 };
+
+// Names each device by its machine in a run over several: "gpu0" becomes prefix + "gpu0" ("node1:gpu0").
+void nameByNode(std::vector<DeviceEpochStats> &devices, const std::string &prefix);
 
 // NVIDIA's management library, loaded at run time (no build dependency): $TRAINLAB_NVML_LIBRARY or
 // libnvidia-ml.so.1. A machine without the driver simply has none.

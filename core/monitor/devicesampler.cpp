@@ -103,8 +103,7 @@ std::vector<DeviceEpochStats> DeviceSampler::takeEpoch()
 std::string formatEpochStats(const DeviceEpochStats &s)
 {
     const auto gib = [](std::uint64_t bytes) { return formatFixed(static_cast<double>(bytes) / 1073741824.0, 1); };
-    // A run over several machines names each by node: "node1:cpu".
-    if (s.id == "cpu" || (s.id.size() > 4 && s.id.compare(s.id.size() - 4, 4, ":cpu") == 0)) {
+    if (s.isCpu()) {
         // As the live reading says it: a share of all cores, this process's resident memory.
         return s.id + ": " + (s.meanUtilization ? "mean " + formatFixed(*s.meanUtilization, 0) + "% of " + s.name : std::string("n/a"))
                + (s.peakMemory ? ", peak " + gib(*s.peakMemory) + " GiB resident" : std::string());

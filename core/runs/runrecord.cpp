@@ -442,8 +442,7 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     }
     if (m_sampler || !m_nodeDevices.empty()) {
         m_lastDevices = m_sampler ? m_sampler->takeEpoch() : std::vector<DeviceEpochStats>{};
-        for (DeviceEpochStats &d : m_lastDevices)
-            d.id = m_devicePrefix + d.id;
+        nameByNode(m_lastDevices, m_devicePrefix);
         m_lastDevices.insert(m_lastDevices.end(), m_nodeDevices.begin(), m_nodeDevices.end());
         m_nodeDevices.clear();
         for (const DeviceEpochStats &d : m_lastDevices)

@@ -424,8 +424,7 @@ void Replica::exchangeNodeReports(int epoch, EpochMetrics &m)
         NodeReport mine{m.time, {}};
         if (m_world.nodeSampler) {
             mine.devices = m_world.nodeSampler->takeEpoch();
-            for (DeviceEpochStats &d : mine.devices)
-                d.id = nodeDevicePrefix(node.nodeRank, node.processesPerNode) + d.id;
+            nameByNode(mine.devices, nodeDevicePrefix(node.nodeRank, node.processesPerNode));
             m.devices = mine.devices;
         }
         m_rendezvous->set(nodeReportKey(epoch, node.nodeRank), encodeNodeReport(epoch, mine));
