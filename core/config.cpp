@@ -78,6 +78,8 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("model.in_channels", "must be 1 (Fashion-MNIST images are grayscale)", str(model.inChannels));
     if (model.numClasses < 2 || model.numClasses > 100000)
         bad("model.num_classes", "must be between 2 and 100000", str(model.numClasses));
+    if (model.init != "d2l" && model.init != "pytorch" && model.init != "kaiming")
+        bad("model.init", "must be \"d2l\", \"pytorch\" or \"kaiming\"", quote(model.init));
     if (devices.empty())
         bad("devices", "must list at least one device", "[]");
     // Each CPU replica is a thread with its own model copy: more than the cores only slows the run down.
@@ -244,7 +246,7 @@ std::string ExperimentConfig::toJson() const
         {"name", name},
         {"dataset", {{"name", dataset.name}, {"path", dataset.path},
                      {"train_limit", dataset.trainLimit}, {"test_limit", dataset.testLimit}}},
-        {"model", {{"arch", model.arch}, {"in_channels", model.inChannels}, {"num_classes", model.numClasses}}},
+        {"model", {{"arch", model.arch}, {"in_channels", model.inChannels}, {"num_classes", model.numClasses}, {"init", model.init}}},
         {"devices", devices},
         {"batch_size", batchSize},
         {"learning_rate", learningRate},
@@ -297,10 +299,11 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     }
     if (const json *model = top.object("model")) {
         Reader r(*model, "model", problems, written);
-        r.checkUnknown({"arch", "in_channels", "num_classes"});
+        r.checkUnknown({"arch", "in_channels", "num_classes", "init"});
         r.string("arch", config.model.arch);
         r.integer("in_channels", config.model.inChannels, 1, 64);
         r.integer("num_classes", config.model.numClasses, 2, 100000);
+        r.string("init", config.model.init);
     }
     top.strings("devices", config.devices);
     top.integer("batch_size", config.batchSize, 1, kMaxBatchSize);

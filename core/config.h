@@ -31,6 +31,10 @@ struct ModelConfig
     std::string arch = "resnet18";
     int inChannels = 1;
     int numClasses = 10;
+    // The weights' first values: "d2l" (the chapter's: N(0, 0.01) on the stem conv and fc, LibTorch's default
+    // elsewhere), "pytorch" (LibTorch's default on every layer), "kaiming" (torchvision's ResNet: Kaiming-normal
+    // fan-out on every conv).
+    std::string init = "d2l";
 };
 
 // How the steps run, not what they compute (within float rounding): each a switch, so a user or the GPU check can

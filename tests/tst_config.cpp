@@ -54,6 +54,7 @@ void tst_Config::roundTrip()
     c.speed.channelsLast = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
+    c.model.init = "pytorch";
     QTemporaryDir dir;
     const std::string path = dir.filePath("c.json").toStdString();
     c.save(path);
@@ -66,6 +67,7 @@ void tst_Config::roundTrip()
     QVERIFY(!back.speed.fusedSgd);
     QVERIFY(back.speed.cudaGraphs);
     QVERIFY(!back.weightDecayNormAndBias);
+    QCOMPARE(back.model.init, std::string("pytorch"));
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
 }
 
@@ -76,6 +78,7 @@ void tst_Config::defaultsForMissingKeys()
     QCOMPARE(c.learningRate, 0.1);
     QCOMPARE(c.dataset.path, std::string("builtin:sample"));
     QCOMPARE(c.speed.channelsLast, std::string("auto"));
+    QCOMPARE(c.model.init, std::string("d2l"));
     QVERIFY(c.speed.fusedSgd);
     QVERIFY(!c.speed.cudaGraphs);
     QVERIFY(c.speed.channelsLastOn("cuda:0", "fp32"));
@@ -129,6 +132,7 @@ void tst_Config::invalid_data()
     QTest::newRow("dataset folder") << R"({"dataset": {"path": "/no/such/folder"}})" << "dataset.path: no such folder, got \"/no/such/folder\"";
     QTest::newRow("arch") << R"({"model": {"arch": "vgg"}})" << "model.arch: must be \"resnet18\", got \"vgg\"";
     QTest::newRow("classes") << R"({"model": {"num_classes": 1}})" << "model.num_classes: must be between 2 and 100000, got 1";
+    QTest::newRow("init") << R"({"model": {"init": "xavier"}})" << "model.init: must be \"d2l\", \"pytorch\" or \"kaiming\", got \"xavier\"";
     QTest::newRow("schema") << R"({"schema_version": 2})" << "schema_version: must be 1, got 2";
     QTest::newRow("batch below devices") << R"({"devices": ["cpu", "cpu", "cpu"], "batch_size": 2})" << "batch_size: must be at least the number of devices (3), got 2";
     QTest::newRow("not json") << R"({"batch_size": )" << "not valid JSON";
@@ -266,6 +270,7 @@ void tst_Config::presets()
         QCOMPARE(c.dataset.trainLimit, std::int64_t(0));
         QCOMPARE(c.momentum, 0.0);
         QCOMPARE(c.precision, std::string("fp32"));
+        QCOMPARE(c.model.init, std::string("d2l"));
     }
     const ExperimentConfig cpu = trainlab::loadPreset("d2l-cpu");
     QCOMPARE(cpu.devices, std::vector<std::string>{"cpu"});
@@ -288,6 +293,7 @@ void tst_Config::presets()
     QVERIFY(fast.labelSmoothing > 0);
     QCOMPARE(fast.precision, std::string("bf16"));
     QCOMPARE(fast.epochs, 10);
+    QCOMPARE(fast.model.init, std::string("pytorch"));
     QVERIFY_THROWS_EXCEPTION(ConfigError, trainlab::loadPreset("nope"));
 }
 

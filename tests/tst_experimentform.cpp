@@ -108,6 +108,7 @@ void tst_ExperimentForm::roundTrip_data()
     c.cpuThreads = 2;
     c.collectiveTimeoutSeconds = 77;   // no field for it: kept as loaded
     c.model.numClasses = 12;
+    c.model.init = "kaiming";
     c.speed.channelsLast = "on";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
@@ -122,6 +123,7 @@ void tst_ExperimentForm::roundTrip_data()
     bad.dataset.trainLimit = -5;
     bad.precision = "fp16";
     bad.speed.channelsLast = "sometimes";
+    bad.model.init = "xavier";
     bad.augmentation.cropPadding = 40;
     QTest::newRow("out of range") << bad;
     ExperimentConfig order;

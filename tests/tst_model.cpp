@@ -21,6 +21,8 @@ private Q_SLOTS:
     void parameterCount();
     void outputShape();
     void d2lInit();
+    void initSchemes_data();
+    void initSchemes();
     void checkpointRoundTrip();
     void brokenCheckpoint();
     void olderCheckpointConfigStillMatches();
@@ -72,6 +74,43 @@ void tst_Model::d2lInit()
         const double expected = 1.0 / std::sqrt(3.0 * fanIn), got = w.std().item<double>();
         QVERIFY2(std::abs(got - expected) < 0.1 * expected, (std::string(name) + ": std " + std::to_string(got)).c_str());
     }
+}
+
+void tst_Model::initSchemes_data()
+{
+    QTest::addColumn<QString>("scheme");
+    QTest::addColumn<double>("stem");
+    QTest::addColumn<double>("blockConv");
+    QTest::addColumn<double>("shortcut");
+    QTest::addColumn<double>("fc");
+    // Expected weight std per layer: N(0, 0.01); Kaiming-uniform with a = sqrt(5), 1/sqrt(3 fan_in); sqrt(2 / fan_out).
+    const auto uniform = [](double fanIn) { return 1.0 / std::sqrt(3.0 * fanIn); };
+    const auto fanOut = [](double out) { return std::sqrt(2.0 / out); };
+    QTest::newRow("d2l") << "d2l" << 0.01 << uniform(64 * 9) << uniform(64) << 0.01;
+    QTest::newRow("pytorch") << "pytorch" << uniform(9) << uniform(64 * 9) << uniform(64) << uniform(512);
+    QTest::newRow("kaiming") << "kaiming" << fanOut(64 * 9) << fanOut(64 * 9) << fanOut(128) << uniform(512);
+}
+
+void tst_Model::initSchemes()
+{
+    QFETCH(QString, scheme);
+    torch::manual_seed(3);
+    auto net = trainlab::makeResNet18(1, 10);
+    trainlab::initWeights(*net, scheme.toStdString());
+    const auto params = net->named_parameters();
+    const char *names[] = {"conv.weight", "resnet_block1_0.conv1.weight", "resnet_block2_0.conv3.weight", "fc.weight"};
+    QFETCH(double, stem);
+    QFETCH(double, blockConv);
+    QFETCH(double, shortcut);
+    QFETCH(double, fc);
+    const double wanted[] = {stem, blockConv, shortcut, fc};
+    for (std::size_t i = 0; i < 4; ++i) {
+        const double got = params[names[i]].std().item<double>();
+        QVERIFY2(std::abs(got - wanted[i]) < 0.1 * wanted[i],
+                 (std::string(names[i]) + ": std " + std::to_string(got) + ", expected " + std::to_string(wanted[i])).c_str());
+    }
+    QCOMPARE(params["resnet_block1_0.bn2.weight"].mean().item<double>(), 1.0);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, trainlab::initWeights(*net, "xavier"));
 }
 
 void tst_Model::checkpointRoundTrip()
@@ -144,6 +183,7 @@ void tst_Model::olderCheckpointConfigStillMatches()
     auto older = nlohmann::json::parse(bound);
     for (const char *key : {"nesterov", "label_smoothing", "schedule", "early_stopping", "augmentation"})
         QVERIFY(older.erase(key) == 1);
+    QVERIFY(older["model"].erase("init") == 1);
     QVERIFY(older.dump() != bound);
     QCOMPARE(trainlab::currentBoundConfig(older.dump()), bound);
     older["momentum"] = 0.5;

@@ -102,6 +102,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_momentum(lineEdit("momentum", tr("0 to below 1")))
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
+    , m_init(new QComboBox)
     , m_schedule(new QComboBox)
     , m_schedulePreview(new SchedulePreview)
     , m_augmentPreview(new AugmentPreview)
@@ -139,6 +140,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_perDevice->setObjectName(QStringLiteral("perDeviceBatch"));
     m_precision->setObjectName(QStringLiteral("precision"));
     m_precision->addItems({QStringLiteral("fp32"), QStringLiteral("bf16")});
+    m_init->setObjectName(QStringLiteral("init"));
+    m_init->addItems({QStringLiteral("d2l"), QStringLiteral("pytorch"), QStringLiteral("kaiming")});
+    m_init->setToolTip(tr("The first weights. d2l: the chapter's (N(0, 0.01) on the first conv and the last layer); "
+                          "pytorch: LibTorch's default on every layer; kaiming: torchvision's ResNet"));
     m_schedule->setObjectName(QStringLiteral("schedule"));
     m_schedule->addItems({QStringLiteral("constant"), QStringLiteral("step"), QStringLiteral("cosine"), QStringLiteral("one_cycle")});
     m_schedule->setToolTip(tr("How the learning rate changes over the run; one_cycle rises to it and falls back"));
@@ -217,6 +222,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(QString(), m_flip);
     advancedForm->addRow(tr("Augment: rand&om erasing:"), m_erasing);
     advancedForm->addRow(QString(), m_augmentPreview);
+    advancedForm->addRow(tr("&Initial weights:"), m_init);
     advancedForm->addRow(tr("&Weight decay:"), m_weightDecay);
     advancedForm->addRow(QString(), m_decayNormAndBias);
     advancedForm->addRow(tr("&Precision:"), m_precision);
@@ -246,6 +252,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("momentum"), m_momentum},
                 {QStringLiteral("weight_decay"), m_weightDecay},
                 {QStringLiteral("precision"), m_precision},
+                {QStringLiteral("model.init"), m_init},
                 {QStringLiteral("nesterov"), m_nesterov},
                 {QStringLiteral("weight_decay_norm_and_bias"), m_decayNormAndBias},
                 {QStringLiteral("schedule.kind"), m_schedule},
@@ -262,7 +269,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
     for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience, m_cropPadding})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
-    for (QComboBox *combo : {m_datasetKind, m_precision, m_channelsLast, m_schedule})
+    for (QComboBox *combo : {m_datasetKind, m_precision, m_init, m_channelsLast, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
     for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov, m_flip, m_decayNormAndBias})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
@@ -343,6 +350,10 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     if (m_precision->findText(precision) < 0)
         m_precision->addItem(precision);   // shown as it is, for validate() to name
     m_precision->setCurrentText(precision);
+    const QString init = QString::fromStdString(config.model.init);
+    if (m_init->findText(init) < 0)
+        m_init->addItem(init);
+    m_init->setCurrentText(init);
     const QString channelsLast = QString::fromStdString(config.speed.channelsLast);
     if (m_channelsLast->findText(channelsLast) < 0)
         m_channelsLast->addItem(channelsLast);
@@ -413,6 +424,7 @@ ExperimentConfig ExperimentForm::config() const
     if (const double v = parseNumber(m_erasing->text(), &ok); ok)
         c.augmentation.erasing = v;
     c.precision = m_precision->currentText().toStdString();
+    c.model.init = m_init->currentText().toStdString();
     c.speed.channelsLast = m_channelsLast->currentText().toStdString();
     c.speed.fusedSgd = m_fusedSgd->isChecked();
     c.speed.cudaGraphs = m_cudaGraphs->isChecked();

@@ -91,6 +91,7 @@ private:
     QLineEdit *m_momentum;
     QLineEdit *m_weightDecay;
     QComboBox *m_precision;
+    QComboBox *m_init;
     QComboBox *m_schedule;
     SchedulePreview *m_schedulePreview;
     AugmentPreview *m_augmentPreview;

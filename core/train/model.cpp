@@ -89,6 +89,22 @@ void initD2lWeights(torch::nn::Module &model)
     }
 }
 
+void initWeights(torch::nn::Module &model, const std::string &scheme)
+{
+    if (scheme == "d2l") {
+        initD2lWeights(model);
+    } else if (scheme == "kaiming") {
+        torch::NoGradGuard noGrad;
+        // torchvision's ResNet: BatchNorm and fc keep their defaults (1, 0 and Kaiming-uniform), as LibTorch makes them.
+        for (const auto &module : model.modules()) {
+            if (auto *conv = module->as<torch::nn::Conv2d>())
+                torch::nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+        }
+    } else if (scheme != "pytorch") {
+        throw std::invalid_argument("model.init: unknown scheme \"" + scheme + "\"");
+    }
+}
+
 std::int64_t parameterCount(const torch::nn::Module &model)
 {
     std::int64_t count = 0;

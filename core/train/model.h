@@ -3,6 +3,7 @@
 #include <torch/nn/modules/container/sequential.h>
 
 #include <cstdint>
+#include <string>
 
 namespace trainlab {
 
@@ -11,6 +12,8 @@ torch::nn::Sequential makeResNet18(int inChannels, int numClasses);
 // The init the chapter's PyTorch program really applies: N(0, 0.01) on the stem conv and fc weights; the
 // residual blocks' convs keep the default (Kaiming-uniform) init, as d2l's lazy layers escape init_weights.
 void initD2lWeights(torch::nn::Module &model);
+// The first weights by ModelConfig::init's scheme ("d2l", "pytorch", "kaiming"); throws std::invalid_argument on others.
+void initWeights(torch::nn::Module &model, const std::string &scheme);
 std::int64_t parameterCount(const torch::nn::Module &model);
 
 // t with NHWC strides spelled out (a 4-D tensor; others as they are). contiguous(ChannelsLast) keeps NCHW-looking

@@ -84,10 +84,10 @@ RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingOb
         observer.onLog("launcher: " + setup.options.node.launcher);
     observer.onLog("data: " + std::to_string(setup.data.train.size()) + " train / "
                    + std::to_string(setup.data.test.size()) + " test images from " + setup.data.source);
-    const int inChannels = setup.config.model.inChannels, classes = setup.config.model.numClasses;
-    setup.makeModel = [inChannels, classes] {
-        auto model = makeResNet18(inChannels, classes);
-        initD2lWeights(*model);
+    const ModelConfig modelConfig = setup.config.model;
+    setup.makeModel = [modelConfig] {
+        auto model = makeResNet18(modelConfig.inChannels, modelConfig.numClasses);
+        initWeights(*model, modelConfig.init);
         return model;
     };
     setup.record = record.get();
