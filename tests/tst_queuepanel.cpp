@@ -401,6 +401,8 @@ void tst_QueuePanel::dialogRecipeAxes()
     child<QLineEdit>(dialog, QStringLiteral("sweepAxis_schedule"))->setText(QStringLiteral("constant, cosine"));
     augmentation->setText(QStringLiteral("none; crop 2, flip"));
     child<QLineEdit>(dialog, QStringLiteral("sweepAxis_label_smoothing"))->setText(QStringLiteral("0.1"));
+    auto *init = child<QLineEdit>(dialog, QStringLiteral("sweepAxis_init"));
+    init->setText(QStringLiteral("pytorch"));
     QTRY_COMPARE(dialog.runCount(), 4LL);
     QVERIFY2(dialog.problems().isEmpty(), qPrintable(dialog.problems().join('\n')));
     const auto runs = trainlab::planSweep(dialog.sweep());
@@ -409,9 +411,14 @@ void tst_QueuePanel::dialogRecipeAxes()
     QVERIFY(runs[3].config.augmentation.flip);
     QVERIFY(!runs[2].config.augmentation.any());
     QCOMPARE(runs[2].config.labelSmoothing, 0.1);
+    QCOMPARE(runs[2].config.model.init, std::string("pytorch"));
     // A sweep set into the dialog shows its augmentations as typed.
     dialog.setSweep(dialog.sweep());
     QCOMPARE(augmentation->text(), QStringLiteral("none; crop 2, flip"));
+    QCOMPARE(init->text(), QStringLiteral("pytorch"));
+    init->setText(QStringLiteral("xavier"));
+    QTRY_VERIFY(dialog.problems().join('\n').contains(QStringLiteral("axes.init[0]: model.init: ")));
+    init->setText(QStringLiteral("pytorch"));
     augmentation->setText(QStringLiteral("none; crop 2, rotate"));
     QTRY_VERIFY(dialog.problems().join('\n').contains(QStringLiteral("axes.augmentation[1]: ")));
     QVERIFY(!dialog.findChild<QDialogButtonBox *>()->button(QDialogButtonBox::Ok)->isEnabled());

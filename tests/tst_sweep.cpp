@@ -149,7 +149,7 @@ void tst_Sweep::recipeAxesReachTheConfig()
 {
     const SweepConfig s = SweepConfig::fromJson(sweepJson("zip", R"({"schedule": ["constant", "cosine"],
         "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4],
-        "augmentation": ["none", {"crop_padding": 2, "flip": true}]})"));
+        "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"]})"));
     QVERIFY2(s.validate().empty(), first(s.validate()));
     const auto runs = trainlab::planSweep(s);
     QCOMPARE(runs.size(), std::size_t(2));
@@ -162,10 +162,12 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.augmentation.cropPadding, 2);
     QVERIFY(runs[1].config.augmentation.flip);
     QCOMPARE(runs[1].config.augmentation.erasing, 0.0);
+    QCOMPARE(runs[0].config.model.init, std::string("d2l"));
+    QCOMPARE(runs[1].config.model.init, std::string("pytorch"));
     // The schedule's other keys stay the base's; the label reads as one value per axis.
     QCOMPARE(runs[1].config.schedule.pctStart, trainlab::ScheduleConfig().pctStart);
     QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 schedule=cosine "
-                                              "warmup_epochs=0.5 augmentation=crop 2+flip"));
+                                              "warmup_epochs=0.5 augmentation=crop 2+flip init=pytorch"));
     const SweepConfig back = SweepConfig::fromJson(s.toJson());
     QCOMPARE(back.toJson(), s.toJson());
     QCOMPARE(trainlab::planSweep(back)[1].config, runs[1].config);
@@ -222,6 +224,8 @@ void tst_Sweep::badAxesAreNamed_data()
     row("absent device", sweepJson("grid", R"({"devices": [["cpu"], ["cpu", "cuda:7"]]})"), "axes.devices[1][1]: is not on this machine");
     row("bad precision", sweepJson("grid", R"({"precision": ["fp32", "fp8"]})"),
         "axes.precision[1]: must be \"fp32\" or \"bf16\", got \"fp8\"");
+    row("unknown init", sweepJson("grid", R"({"init": ["d2l", "xavier"]})"),
+        "axes.init[1]: model.init: must be \"d2l\", \"pytorch\" or \"kaiming\", got \"xavier\"");
     row("unknown schedule", sweepJson("grid", R"({"schedule": ["cosine", "linear"]})"),
         "axes.schedule[1]: schedule.kind: must be \"constant\", \"step\", \"cosine\" or \"one_cycle\", got \"linear\"");
     row("schedule not a string", sweepJson("grid", R"({"schedule": [{"kind": "step"}]})"),

@@ -99,6 +99,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_schedule(axisEdit("schedule", tr("e.g. constant, cosine, one_cycle")))
     , m_warmupEpochs(axisEdit("warmup_epochs", tr("e.g. 0, 1")))
     , m_augmentation(axisEdit("augmentation", tr("sets split by ';', e.g. none; crop 2, flip; crop 2, flip, erasing 0.25")))
+    , m_init(axisEdit("init", tr("initial weights, e.g. d2l, pytorch")))
     , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
     , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
     , m_count(new QLabel(this))
@@ -139,6 +140,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QStringLiteral("schedule"), m_schedule);
     form->addRow(QStringLiteral("warmup_epochs"), m_warmupEpochs);
     form->addRow(QStringLiteral("augmentation"), m_augmentation);
+    form->addRow(QStringLiteral("init"), m_init);
     form->addRow(QString(), m_scaleLr);
     form->addRow(QString(), m_stopOnFailure);
     auto *layout = new QVBoxLayout(this);
@@ -151,7 +153,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_validateTimer->setInterval(150);
     connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
     for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
-                            m_weightDecay, m_labelSmoothing, m_schedule, m_warmupEpochs, m_augmentation})
+                            m_weightDecay, m_labelSmoothing, m_schedule, m_warmupEpochs, m_augmentation, m_init})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
@@ -224,6 +226,7 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
     m_augmentation->setText(joined(
         sweep.augmentation, [](const AugmentationConfig &a) { return QString::fromStdString(a.describe()); },
         QStringLiteral("; ")));
+    m_init->setText(joined(sweep.init, [](const std::string &k) { return QString::fromStdString(k); }));
     m_scaleLr->setChecked(sweep.scaleLrWithBatch);
     m_stopOnFailure->setChecked(sweep.stopOnFailure);
     revalidate();
@@ -265,6 +268,8 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
         s.precision.push_back(p.toStdString());
     for (const QString &k : items(m_schedule->text()))
         s.schedule.push_back(k.toStdString());
+    for (const QString &k : items(m_init->text()))
+        s.init.push_back(k.toStdString());
     const QStringList augmentations = items(m_augmentation->text(), QLatin1Char(';'));
     for (int i = 0; i < augmentations.size(); ++i) {
         std::string error;

@@ -63,6 +63,7 @@ private:
     QLineEdit *m_schedule;
     QLineEdit *m_warmupEpochs;
     QLineEdit *m_augmentation;
+    QLineEdit *m_init;
     QCheckBox *m_scaleLr;
     QCheckBox *m_stopOnFailure;
     QLabel *m_count;

@@ -187,6 +187,9 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
             shown = c.augmentation.describe();
             for (std::size_t at = shown.find(", "); at != std::string::npos; at = shown.find(", "))
                 shown.replace(at, 2, "+");
+        } else if (axis == "init") {
+            c.model.init = s.init[i];
+            shown = c.model.init;
         }
         tag.values.emplace_back(axis, shown);
     }
@@ -240,6 +243,8 @@ std::string axisOfKey(const std::string &key, const std::vector<std::string> &ax
         return "schedule";
     if (key.rfind("augmentation.", 0) == 0 && active("augmentation"))
         return "augmentation";
+    if (key == "model.init" && active("init"))
+        return "init";
     return active(key.c_str()) ? key : std::string();
 }
 
@@ -257,7 +262,7 @@ const std::vector<std::string> &sweepAxisNames()
 {
     static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs", "seed",
                                                    "precision", "momentum", "weight_decay", "label_smoothing",
-                                                   "schedule", "warmup_epochs", "augmentation"};
+                                                   "schedule", "warmup_epochs", "augmentation", "init"};
     return names;
 }
 
@@ -287,6 +292,8 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return warmupEpochs.size();
     if (axis == "augmentation")
         return augmentation.size();
+    if (axis == "init")
+        return init.size();
     return 0;
 }
 
@@ -400,6 +407,8 @@ std::string SweepConfig::toJson() const
         axes["warmup_epochs"] = warmupEpochs;
     for (const AugmentationConfig &a : augmentation)
         axes["augmentation"].push_back({{"flip", a.flip}, {"crop_padding", a.cropPadding}, {"erasing", a.erasing}});
+    if (!init.empty())
+        axes["init"] = init;
     json j = {
         {"schema_version", kSchemaVersion},
         {"name", name},
@@ -467,6 +476,12 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
                                     return isInteger(v) && fitsInto(v, out) && out <= static_cast<std::uint64_t>(kInt64Max);
                                 });
         readAxis<std::string>(*axes, "precision", s.precision, problems, "a string", [](const json &v, std::string &out) {
+            if (!v.is_string())
+                return false;
+            out = v.get<std::string>();
+            return true;
+        });
+        readAxis<std::string>(*axes, "init", s.init, problems, "a string", [](const json &v, std::string &out) {
             if (!v.is_string())
                 return false;
             out = v.get<std::string>();

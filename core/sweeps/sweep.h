@@ -47,6 +47,7 @@ struct SweepConfig
     std::vector<std::string> schedule;              // schedule kinds; the schedule's other keys are the base's
     std::vector<double> warmupEpochs;               // schedule.warmup_epochs
     std::vector<AugmentationConfig> augmentation;   // each a whole augmentation object
+    std::vector<std::string> init;                  // model.init schemes
     // The linear scaling rule: each run's learning rate is multiplied by its batch size / base.batch_size.
     bool scaleLrWithBatch = false;
     bool stopOnFailure = false;
