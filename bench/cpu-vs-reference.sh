@@ -6,6 +6,10 @@
 #   PRECISIONS="fp32 bf16" (each program is run in each precision)
 #   LAYOUTS="auto" (TrainLab's speed.channels_last for each run; "auto off on" adds a row for each layout; the
 #   ratio is taken from the first)
+#   ROUNDS=3 (the whole comparison again, in turn: this machine's speed drifts by tens of percent between minutes, so
+#   the ratios are taken within each round and their median is printed with the range)
+#   FLOOR=1 (a "conv floor" row per precision: bench/conv-floor.py, the model's convolutions alone, forward and
+#   backward, in the layout TrainLab's first run used; FLOOR=0 leaves it out)
 # The reference is timed the chapter's way (no host sync inside the epoch: bench/reference.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +18,7 @@ data=${1:-resources/sample}
 data=$(cd "$data" && pwd)
 TRAIN=${TRAIN:-2000} TEST=${TEST:-500} EPOCHS=${EPOCHS:-2} BATCH=${BATCH:-128} LR=${LR:-0.1} SEED=${SEED:-0}
 THREADS=${THREADS:-$(nproc)} BUILD=${BUILD:-build} PRECISIONS=${PRECISIONS:-fp32 bf16} LAYOUTS=${LAYOUTS:-auto}
+FLOOR=${FLOOR:-1} ROUNDS=${ROUNDS:-3}
 cli=$BUILD/app/trainlab-cli
 [ -x "$cli" ] || { echo "cpu-vs-reference: no $cli: build first (bash scripts/test.sh)" >&2; exit 2; }
 python=${PYTHON:-python3}
@@ -23,8 +28,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "data $data: $TRAIN train / $TEST test, $EPOCHS epoch(s), batch $BATCH, lr $LR, seed $SEED, $THREADS threads"
 echo "LibTorch: TrainLab $("$cli" --version | tr '\n' ' '), reference torch $("$python" -c 'import torch; print(torch.__version__)')"
-printf '%-10s %-9s %-14s %10s %10s %9s\n' program precision channels_last "img/s" "sec/epoch" "test acc"
-declare -A rate
+printf '%-5s %-10s %-9s %-14s %10s %10s %9s\n' round program precision channels_last "img/s" "sec/epoch" "test acc"
+declare -A rate layout_used
+for round in $(seq 1 "$ROUNDS"); do
 for precision in $PRECISIONS; do
   first=1
   for layout in $LAYOUTS; do
@@ -47,13 +53,24 @@ print(sum(float(r["images_per_second"]) for r in rows) / len(rows),
       sum(float(r["epoch_seconds"]) for r in rows) / len(rows), rows[-1]["test_acc"])
 PY
 )
-    [ "$first" = 1 ] && rate[trainlab-$precision]=$r
-    printf '%-10s %-9s %-14s %10.1f %10.1f %9.3f\n' TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a"
+    if [ "$first" = 1 ]; then rate[trainlab-$precision-$round]=$r; layout_used[$precision]=${used:-off}; fi
+    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f\n' "$round" TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a"
   else
     echo "TrainLab $precision channels_last $layout failed:"; tail -5 "$out/trainlab-$precision-$layout.log"
   fi
   first=0
   done
+  if [ "$FLOOR" = 1 ]; then
+    cl=(); [ "${layout_used[$precision]:-off}" = on ] && cl=(--channels-last)
+    if floor=$("$python" bench/conv-floor.py --batch "$BATCH" --threads "$THREADS" --precision "$precision" "${cl[@]}" 2>&1); then
+      r=$(sed -n 's/.* \([0-9.]*\) img\/s$/\1/p' <<<"$floor")
+      rate[floor-$precision-$round]=$r
+      printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9s\n' "$round" "conv floor" "$precision" "${layout_used[$precision]:-off}" "$r" \
+        "$(awk -v r="$r" -v n="$TRAIN" 'BEGIN { print n / r }')" "-"
+    else
+      echo "conv floor $precision failed: $floor"
+    fi
+  fi
   if "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
        --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$SEED" --precision "$precision" \
        --json "$out/reference-$precision.json" >"$out/reference-$precision.log" 2>&1; then
@@ -64,15 +81,27 @@ print(sum(r["images_per_second"] for r in rows) / len(rows), sum(r["epoch_second
       rows[-1]["test_acc"])
 PY
 )
-    rate[reference-$precision]=$r
-    printf '%-10s %-9s %-14s %10.1f %10.1f %9.3f\n' reference "$precision" "off" "$r" "$s" "$a"
+    rate[reference-$precision-$round]=$r
+    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f\n' "$round" reference "$precision" "off" "$r" "$s" "$a"
   else
     echo "reference $precision failed:"; tail -5 "$out/reference-$precision.log"
   fi
 done
-ratio() { [ -n "${rate[$1]:-}" ] && [ -n "${rate[$2]:-}" ] && awk -v a="${rate[$1]}" -v b="${rate[$2]}" 'BEGIN { printf "%.2fx", a / b }' || echo "n/a"; }
+done
+# "median [min, max]" of the per-round ratios a/b (rounds where either is missing are left out).
+ratio() {
+  local k list=()
+  for k in $(seq 1 "$ROUNDS"); do
+    [ -n "${rate[$1-$k]:-}" ] && [ -n "${rate[$2-$k]:-}" ] && list+=("$(awk -v a="${rate[$1-$k]}" -v b="${rate[$2-$k]}" 'BEGIN { print a / b }')")
+  done
+  [ ${#list[@]} -gt 0 ] || { echo "n/a"; return; }
+  printf '%s\n' "${list[@]}" | sort -g | awk '{ v[NR] = $1 } END {
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+    printf "%.2fx [%.2f, %.2f] over %d round(s)", m, v[1], v[NR], NR }'
+}
 for precision in $PRECISIONS; do
   echo "TrainLab / reference, $precision: $(ratio "trainlab-$precision" "reference-$precision")"
+  [ "$FLOOR" = 1 ] && echo "TrainLab / its convolutions alone, $precision: $(ratio "trainlab-$precision" "floor-$precision") (1.00x: the step costs what its convolutions cost alone)"
 done
 if [[ " $PRECISIONS " == *" bf16 "* && " $PRECISIONS " == *" fp32 "* ]]; then
   echo "TrainLab bf16 / TrainLab fp32: $(ratio trainlab-bf16 trainlab-fp32)"

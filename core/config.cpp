@@ -18,7 +18,6 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 
 namespace trainlab {
@@ -37,13 +36,50 @@ using namespace detail;
 constexpr std::int64_t kMaxBatchSize = 1000000;
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
+// "\"a\", \"b\" or \"c\"", as a validation message lists the choices.
+std::string listChoices(const std::vector<std::string> &choices)
+{
+    std::string text;
+    for (std::size_t i = 0; i < choices.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + quote(choices[i]);
+    return text;
+}
+
 } // namespace
+
+const std::vector<std::string> &initSchemes()
+{
+    static const std::vector<std::string> list{"d2l", "pytorch", "kaiming"};
+    return list;
+}
+
+const std::vector<std::string> &precisions()
+{
+    static const std::vector<std::string> list{"fp32", "bf16"};
+    return list;
+}
+
+const std::vector<std::string> &channelsLastModes()
+{
+    static const std::vector<std::string> list{"auto", "on", "off"};
+    return list;
+}
+
+const std::vector<std::string> &scheduleKinds()
+{
+    static const std::vector<std::string> list{"constant", "step", "cosine", "one_cycle"};
+    return list;
+}
 
 std::vector<std::string> ExperimentConfig::validate() const
 {
     std::vector<std::string> problems;
     auto bad = [&](const std::string &key, const std::string &what, const std::string &got) {
         problems.push_back(key + ": " + what + ", got " + got);
+    };
+    auto oneOf = [&](const std::string &key, const std::string &value, const std::vector<std::string> &choices) {
+        if (std::find(choices.begin(), choices.end(), value) == choices.end())
+            bad(key, "must be " + listChoices(choices), quote(value));
     };
     if (name.empty())
         bad("name", "must not be empty", "\"\"");
@@ -78,8 +114,7 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("model.in_channels", "must be 1 (Fashion-MNIST images are grayscale)", str(model.inChannels));
     if (model.numClasses < 2 || model.numClasses > 100000)
         bad("model.num_classes", "must be between 2 and 100000", str(model.numClasses));
-    if (model.init != "d2l" && model.init != "pytorch" && model.init != "kaiming")
-        bad("model.init", "must be \"d2l\", \"pytorch\" or \"kaiming\"", quote(model.init));
+    oneOf("model.init", model.init, initSchemes());
     if (devices.empty())
         bad("devices", "must list at least one device", "[]");
     // Each CPU replica is a thread with its own model copy: more than the cores only slows the run down.
@@ -118,17 +153,13 @@ std::vector<std::string> ExperimentConfig::validate() const
     // The checkpoint stores the seed as an int64, so a larger one would not survive it.
     if (seed > static_cast<std::uint64_t>(kInt64Max))
         bad("seed", "must be at most " + std::to_string(kInt64Max), str(seed));
-    if (precision != "fp32" && precision != "bf16")
-        bad("precision", "must be \"fp32\" or \"bf16\"", quote(precision));
+    oneOf("precision", precision, precisions());
     if (cpuThreads < 0 || cpuThreads > 1024)
         bad("cpu_threads", "must be 0 (all logical cores) up to 1024", str(cpuThreads));
     if (collectiveTimeoutSeconds < 1 || collectiveTimeoutSeconds > 86400)
         bad("collective_timeout_s", "must be between 1 and 86400", str(collectiveTimeoutSeconds));
-    if (checkpoints != "last+best" && checkpoints != "last" && checkpoints != "best" && checkpoints != "none")
-        bad("checkpoints", "must be \"last+best\", \"last\", \"best\" or \"none\"", quote(checkpoints));
-    const std::set<std::string> kinds{"constant", "step", "cosine", "one_cycle"};
-    if (!kinds.count(schedule.kind))
-        bad("schedule.kind", "must be \"constant\", \"step\", \"cosine\" or \"one_cycle\"", quote(schedule.kind));
+    oneOf("checkpoints", checkpoints, {"last+best", "last", "best", "none"});
+    oneOf("schedule.kind", schedule.kind, scheduleKinds());
     if (!std::isfinite(schedule.warmupEpochs) || schedule.warmupEpochs < 0 || schedule.warmupEpochs > epochs)
         bad("schedule.warmup_epochs", "must be from 0 to the run's epochs (" + std::to_string(epochs) + ")",
             str(schedule.warmupEpochs));
@@ -152,8 +183,7 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("early_stopping.patience", "must be 0 (off) up to 100000 epochs", str(earlyStopping.patience));
     if (!std::isfinite(earlyStopping.minDelta) || earlyStopping.minDelta < 0 || earlyStopping.minDelta > 1)
         bad("early_stopping.min_delta", "must be from 0 to 1 (test accuracy)", str(earlyStopping.minDelta));
-    if (speed.channelsLast != "auto" && speed.channelsLast != "on" && speed.channelsLast != "off")
-        bad("speed.channels_last", "must be \"auto\", \"on\" or \"off\"", quote(speed.channelsLast));
+    oneOf("speed.channels_last", speed.channelsLast, channelsLastModes());
     return problems;
 }
 

@@ -3,9 +3,16 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace trainlab {
+
+// The values each choice key takes, in the order the window offers them; validation names them all.
+const std::vector<std::string> &initSchemes();        // model.init
+const std::vector<std::string> &precisions();         // precision
+const std::vector<std::string> &channelsLastModes();  // speed.channels_last
+const std::vector<std::string> &scheduleKinds();      // schedule.kind
 
 // Raised for an unreadable or invalid configuration; what() names the file or key.
 class ConfigError : public std::runtime_error

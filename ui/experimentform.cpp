@@ -46,6 +46,23 @@ QString shortest(double value)
     return text.replace(paddedExponent, QStringLiteral("e\\1\\2")).replace(QStringLiteral("e+"), QStringLiteral("e"));
 }
 
+QStringList choices(const std::vector<std::string> &values)
+{
+    QStringList list;
+    for (const auto &v : values)
+        list.append(QString::fromStdString(v));
+    return list;
+}
+
+// A value the core refuses is added and shown as it is, for validate() to name.
+void showChoice(QComboBox *combo, const std::string &value)
+{
+    const QString text = QString::fromStdString(value);
+    if (combo->findText(text) < 0)
+        combo->addItem(text);
+    combo->setCurrentText(text);
+}
+
 // Wide ranges: a value the core refuses is shown and named by validate(), never clamped out of sight.
 QSpinBox *spinBox(const char *objectName, int minimum, int maximum)
 {
@@ -139,20 +156,20 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_cpuReplicas->setToolTip(tr("CPU replicas: each one more model copy sharing the CPU cores"));
     m_perDevice->setObjectName(QStringLiteral("perDeviceBatch"));
     m_precision->setObjectName(QStringLiteral("precision"));
-    m_precision->addItems({QStringLiteral("fp32"), QStringLiteral("bf16")});
+    m_precision->addItems(choices(trainlab::precisions()));
     m_init->setObjectName(QStringLiteral("init"));
-    m_init->addItems({QStringLiteral("d2l"), QStringLiteral("pytorch"), QStringLiteral("kaiming")});
+    m_init->addItems(choices(trainlab::initSchemes()));
     m_init->setToolTip(tr("The first weights. d2l: the chapter's (N(0, 0.01) on the first conv and the last layer); "
                           "pytorch: LibTorch's default on every layer; kaiming: torchvision's ResNet"));
     m_schedule->setObjectName(QStringLiteral("schedule"));
-    m_schedule->addItems({QStringLiteral("constant"), QStringLiteral("step"), QStringLiteral("cosine"), QStringLiteral("one_cycle")});
+    m_schedule->addItems(choices(trainlab::scheduleKinds()));
     m_schedule->setToolTip(tr("How the learning rate changes over the run; one_cycle rises to it and falls back"));
     m_nesterov->setObjectName(QStringLiteral("nesterov"));
     m_decayNormAndBias->setObjectName(QStringLiteral("weightDecayNormAndBias"));
     m_decayNormAndBias->setToolTip(tr("Off: only convolution and linear weights decay (weight_decay_norm_and_bias)"));
     m_patience->setToolTip(tr("End the run when the test accuracy has not improved for this many epochs; 0: never"));
     m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
-    m_channelsLast->addItems({QStringLiteral("auto"), QStringLiteral("on"), QStringLiteral("off")});
+    m_channelsLast->addItems(choices(trainlab::channelsLastModes()));
     m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, off on the CPU"));
     m_fusedSgd->setObjectName(QStringLiteral("fusedSgd"));
     m_fusedSgd->setToolTip(tr("Update every weight with a few multi-tensor kernels instead of a loop per weight"));
@@ -333,10 +350,7 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_weightDecay->setText(shortest(config.weightDecay));
     m_nesterov->setChecked(config.nesterov);
     m_decayNormAndBias->setChecked(config.weightDecayNormAndBias);
-    const QString schedule = QString::fromStdString(config.schedule.kind);
-    if (m_schedule->findText(schedule) < 0)
-        m_schedule->addItem(schedule);
-    m_schedule->setCurrentText(schedule);
+    showChoice(m_schedule, config.schedule.kind);
     m_warmup->setText(shortest(config.schedule.warmupEpochs));
     // A recipe beyond the chapter's shows its schedule (and the preview) as it opens.
     if ((config.schedule.kind != "constant" || config.schedule.warmupEpochs > 0) && m_advancedToggle)
@@ -346,18 +360,9 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_flip->setChecked(config.augmentation.flip);
     m_cropPadding->setValue(config.augmentation.cropPadding);
     m_erasing->setText(shortest(config.augmentation.erasing));
-    const QString precision = QString::fromStdString(config.precision);
-    if (m_precision->findText(precision) < 0)
-        m_precision->addItem(precision);   // shown as it is, for validate() to name
-    m_precision->setCurrentText(precision);
-    const QString init = QString::fromStdString(config.model.init);
-    if (m_init->findText(init) < 0)
-        m_init->addItem(init);
-    m_init->setCurrentText(init);
-    const QString channelsLast = QString::fromStdString(config.speed.channelsLast);
-    if (m_channelsLast->findText(channelsLast) < 0)
-        m_channelsLast->addItem(channelsLast);
-    m_channelsLast->setCurrentText(channelsLast);
+    showChoice(m_precision, config.precision);
+    showChoice(m_init, config.model.init);
+    showChoice(m_channelsLast, config.speed.channelsLast);
     m_fusedSgd->setChecked(config.speed.fusedSgd);
     m_cudaGraphs->setChecked(config.speed.cudaGraphs);
     m_cpuThreads->setValue(config.cpuThreads);

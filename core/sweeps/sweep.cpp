@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace trainlab {
 
@@ -102,6 +103,14 @@ bool readBool(const json &root, const char *key, bool &out, std::vector<std::str
         out = it->get<bool>();
     else
         problems.push_back(std::string(key) + ": must be true or false, got " + typeName(*it) + " " + describe(*it));
+    return true;
+}
+
+bool readString(const json &v, std::string &out)
+{
+    if (!v.is_string())
+        return false;
+    out = v.get<std::string>();
     return true;
 }
 
@@ -458,14 +467,13 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
                 return true;
             });
         }
-        readAxis<std::string>(*axes, "schedule", s.schedule, problems,
-                              "a schedule kind: \"constant\", \"step\", \"cosine\" or \"one_cycle\"",
-                              [](const json &v, std::string &out) {
-                                  if (!v.is_string())
-                                      return false;
-                                  out = v.get<std::string>();
-                                  return true;
-                              });
+        // Any string: a value the config refuses is named by its axis entry when the grid is expanded.
+        const std::tuple<const char *, std::vector<std::string> *, const char *> stringAxes[] = {
+            {"schedule", &s.schedule, "a schedule kind (a string)"},
+            {"precision", &s.precision, "a string"},
+            {"init", &s.init, "a string"}};
+        for (const auto &[key, values, expected] : stringAxes)
+            readAxis<std::string>(*axes, key, *values, problems, expected, readString);
         readAugmentationAxis(*axes, s.augmentation, problems, doc.written);
         readAxis<std::int64_t>(*axes, "batch_size", s.batchSize, problems, "an integer from 1 to 1000000",
                                [](const json &v, std::int64_t &out) { return isInteger(v) && fitsInto(v, out); });
@@ -475,18 +483,6 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
                                 [](const json &v, std::uint64_t &out) {
                                     return isInteger(v) && fitsInto(v, out) && out <= static_cast<std::uint64_t>(kInt64Max);
                                 });
-        readAxis<std::string>(*axes, "precision", s.precision, problems, "a string", [](const json &v, std::string &out) {
-            if (!v.is_string())
-                return false;
-            out = v.get<std::string>();
-            return true;
-        });
-        readAxis<std::string>(*axes, "init", s.init, problems, "a string", [](const json &v, std::string &out) {
-            if (!v.is_string())
-                return false;
-            out = v.get<std::string>();
-            return true;
-        });
         readAxis<std::vector<std::string>>(*axes, "devices", s.devices, problems,
                                            "a non-empty array of device names, as [\"cpu\"] or [\"cuda:0\",\"cuda:1\"]",
                                            [](const json &v, std::vector<std::string> &out) {
