@@ -42,7 +42,7 @@ for precision in $PRECISIONS; do
  "seed": $SEED, "precision": "$precision", "cpu_threads": $THREADS, "checkpoints": "none",
  "speed": {"channels_last": "$layout"}}
 JSON
-  runs=$out/runs-$precision-$layout
+  runs=$out/runs-$precision-$layout-$round
   if "$cli" run "$out/config.json" --runs-dir "$runs" >"$out/trainlab-$precision-$layout.log" 2>&1; then
     metrics=$(ls "$runs"/*/metrics.csv)
     used=$(sed -n 's/.*speed: channels_last \([a-z]*\).*/\1/p' "$out/trainlab-$precision-$layout.log" | head -n 1)

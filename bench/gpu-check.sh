@@ -18,7 +18,8 @@ usage: bench/gpu-check.sh [options]
   --quick            a short smoke run: 1 epoch on 4,096/1,024 synthetic images, batch 256 only,
                      no real data; without a GPU, one tiny CPU run to check the run and summary path
   --ablation         only the speed ablation on one GPU, batch 256 (real data when found, else synthetic):
-                     today's path (fp32, NCHW, SGD loop, eager), + channels_last, + bf16, + fused SGD,
+                     today's path (fp32, NCHW, SGD loop, eager, no warm-up), + step warm-up,
+                     + channels_last, + bf16, + fused SGD,
                      + CUDA graphs, the chapter's program beside them, then the chapter's whole experiment
                      (10 epochs, every switch on) and the fmnist-fast preset (10 epochs): wall time
                      from launch to the last epoch, final test acc
@@ -435,6 +436,10 @@ train() {
                     if (line ~ /^cpu:/ || index(devices, "," id ",")) m = m (m == "" ? "" : " | ") line }
     END { print m }' "$log")
   [ -n "$monitor" ] && figures[i]+="; monitor: $monitor"
+  # The warm-up before epoch 1 (speed.warmup): its seconds are in no epoch's time, so they are shown here.
+  local warm
+  warm=$(grep -m 1 -o 'warm-up: .* in [0-9.]* s' "$log" | sed -E 's/.* in ([0-9.]+) s/\1/')
+  [ -n "$warm" ] && figures[i]+="; warm-up ${warm} s before epoch 1"
   if grep -q 'CUDA graphs off' "$log"; then figures[i]+="; CUDA graphs OFF: $(grep -m 1 -o 'capturing.*' "$log")"
   elif grep -q 'CUDA graphs: captured' "$log"; then figures[i]+="; CUDA graphs captured"
   fi
@@ -521,19 +526,21 @@ gpu_runs() { # LABEL DATA FULL(1: every GPU count)
 # experiment with all of them. SPEED is the config's speed object for that row.
 ablation_runs() { # LABEL DATA
   local label=$1 data=$2 t0 i
-  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false}' \
+  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "off"}' \
     train "$label: today's path (fp32, NCHW, SGD loop, eager)" "$data" fp32 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false}' \
+  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
+    train "$label: + step warm-up" "$data" fp32 cuda:0 256 0.1
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
     train "$label: + channels_last" "$data" fp32 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false}' \
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
     train "$label: + bf16" "$data" bf16 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false}' \
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false, "warmup": "on"}' \
     train "$label: + fused SGD" "$data" bf16 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true}' \
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' \
     train "$label: + CUDA graphs (all on)" "$data" bf16 cuda:0 256 0.1
   reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 cuda:0 0 0 "$label: + CUDA graphs (all on)"
   t0=$(date +%s)
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true}' epochs=10 \
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' epochs=10 \
     train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 cuda:0 256 0.1
   i=$(( ${#names[@]} - 1 ))
   [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"

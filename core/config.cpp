@@ -59,7 +59,7 @@ const std::vector<std::string> &precisions()
     return list;
 }
 
-const std::vector<std::string> &channelsLastModes()
+const std::vector<std::string> &autoModes()
 {
     static const std::vector<std::string> list{"auto", "on", "off"};
     return list;
@@ -183,8 +183,14 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("early_stopping.patience", "must be 0 (off) up to 100000 epochs", str(earlyStopping.patience));
     if (!std::isfinite(earlyStopping.minDelta) || earlyStopping.minDelta < 0 || earlyStopping.minDelta > 1)
         bad("early_stopping.min_delta", "must be from 0 to 1 (test accuracy)", str(earlyStopping.minDelta));
-    oneOf("speed.channels_last", speed.channelsLast, channelsLastModes());
+    oneOf("speed.channels_last", speed.channelsLast, autoModes());
+    oneOf("speed.warmup", speed.warmup, autoModes());
     return problems;
+}
+
+bool SpeedConfig::warmupOn(const std::string &device) const
+{
+    return warmup == "on" || (warmup == "auto" && device.rfind("cuda", 0) == 0);
 }
 
 bool SpeedConfig::channelsLastOn(const std::string &device, const std::string &precision) const
@@ -266,6 +272,14 @@ std::string SpeedConfig::describe(const std::vector<std::string> &devices, const
                                                                             : "on " + join(on) + ", off " + join(off));
     text += fusedSgd ? "; fused SGD" : "; SGD loop";
     text += !cudaGraphs ? "; eager steps" : cuda ? "; CUDA graphs" : "; CUDA graphs (no CUDA device: eager)";
+    std::vector<std::string> warm, cold;
+    for (const auto &d : devices) {
+        auto &list = warmupOn(d) ? warm : cold;
+        if (std::find(list.begin(), list.end(), d) == list.end())
+            list.push_back(d);
+    }
+    if (!warm.empty())
+        text += cold.empty() ? "; warm-up" : "; warm-up on " + join(warm);
     return text;
 }
 
@@ -296,7 +310,7 @@ std::string ExperimentConfig::toJson() const
         {"collective_timeout_s", collectiveTimeoutSeconds},
         {"checkpoints", checkpoints},
         {"tensorboard", tensorboard},
-        {"speed", {{"channels_last", speed.channelsLast}, {"fused_sgd", speed.fusedSgd}, {"cuda_graphs", speed.cudaGraphs}}},
+        {"speed", {{"channels_last", speed.channelsLast}, {"fused_sgd", speed.fusedSgd}, {"cuda_graphs", speed.cudaGraphs}, {"warmup", speed.warmup}}},
     };
     return j.dump(2) + "\n";
 }
@@ -374,8 +388,9 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     }
     if (const json *speed = top.object("speed")) {
         Reader r(*speed, "speed", problems, written);
-        r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs"});
+        r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs", "warmup"});
         r.string("channels_last", config.speed.channelsLast);
+        r.string("warmup", config.speed.warmup);
         r.boolean("fused_sgd", config.speed.fusedSgd);
         r.boolean("cuda_graphs", config.speed.cudaGraphs);
     }

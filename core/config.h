@@ -11,7 +11,7 @@ namespace trainlab {
 // The values each choice key takes, in the order the window offers them; validation names them all.
 const std::vector<std::string> &initSchemes();        // model.init
 const std::vector<std::string> &precisions();         // precision
-const std::vector<std::string> &channelsLastModes();  // speed.channels_last
+const std::vector<std::string> &autoModes();          // speed.channels_last, speed.warmup
 const std::vector<std::string> &scheduleKinds();      // schedule.kind
 
 // Raised for an unreadable or invalid configuration; what() names the file or key.
@@ -54,11 +54,15 @@ struct SpeedConfig
     bool fusedSgd = true;
     // Capture each CUDA replica's full-batch step once and replay it (CUDA only; a failed capture runs eagerly).
     bool cudaGraphs = false;
+    // Before epoch 1, each step shape once on zeros (cuDNN's autotune and the allocator settle there, not in epoch 1),
+    // and evaluation in the training batch's shape: "auto" (on for CUDA), "on", "off". The run computes the same.
+    std::string warmup = "auto";
 
     // Whether a replica on device ("cpu", "cuda:1") at precision ("fp32", "bf16") keeps NHWC strides.
     bool channelsLastOn(const std::string &device, const std::string &precision) const;
+    bool warmupOn(const std::string &device) const;
     // The path these switches give the devices, for the log and summary.json: "channels_last on cuda:0, off cpu;
-    // fused SGD; CUDA graphs".
+    // fused SGD; CUDA graphs; warm-up on cuda:0".
     std::string describe(const std::vector<std::string> &devices, const std::string &precision) const;
 };
 

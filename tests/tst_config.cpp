@@ -54,6 +54,7 @@ void tst_Config::roundTrip()
     c.speed.channelsLast = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
+    c.speed.warmup = "on";
     c.model.init = "pytorch";
     QTemporaryDir dir;
     const std::string path = dir.filePath("c.json").toStdString();
@@ -66,6 +67,7 @@ void tst_Config::roundTrip()
     QCOMPARE(back.speed.channelsLast, std::string("off"));
     QVERIFY(!back.speed.fusedSgd);
     QVERIFY(back.speed.cudaGraphs);
+    QCOMPARE(back.speed.warmup, std::string("on"));
     QVERIFY(!back.weightDecayNormAndBias);
     QCOMPARE(back.model.init, std::string("pytorch"));
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
@@ -84,8 +86,12 @@ void tst_Config::defaultsForMissingKeys()
     QVERIFY(c.speed.channelsLastOn("cuda:0", "fp32"));
     QVERIFY(!c.speed.channelsLastOn("cpu", "fp32"));
     QVERIFY(c.speed.channelsLastOn("cpu", "bf16"));
+    QCOMPARE(c.speed.warmup, std::string("auto"));
+    QVERIFY(c.speed.warmupOn("cuda:1"));
+    QVERIFY(!c.speed.warmupOn("cpu"));
     QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu"}, "fp32"),
-             std::string("channels_last on cuda:0 cuda:1, off cpu; fused SGD; eager steps"));
+             std::string("channels_last on cuda:0 cuda:1, off cpu; fused SGD; eager steps; warm-up on cuda:0 cuda:1"));
+    QCOMPARE(c.speed.describe({"cpu"}, "fp32"), std::string("channels_last off; fused SGD; eager steps"));
     QVERIFY(c.validate().empty());
 }
 
@@ -126,6 +132,7 @@ void tst_Config::invalid_data()
     QTest::newRow("augmentation unknown") << R"({"augmentation": {"rotate": 10}})" << "augmentation.rotate: unknown key";
     QTest::newRow("patience") << R"({"early_stopping": {"patience": -1}})" << "early_stopping.patience: must be 0 (off) up to 100000 epochs, got -1";
     QTest::newRow("channels_last") << R"({"speed": {"channels_last": "yes"}})" << "speed.channels_last: must be \"auto\", \"on\" or \"off\", got \"yes\"";
+    QTest::newRow("warmup") << R"({"speed": {"warmup": "gpu"}})" << "speed.warmup: must be \"auto\", \"on\" or \"off\", got \"gpu\"";
     QTest::newRow("fused_sgd type") << R"({"speed": {"fused_sgd": "true"}})" << "speed.fused_sgd: must be true or false, got a string \"true\"";
     QTest::newRow("speed unknown") << R"({"speed": {"graphs": true}})" << "speed.graphs: unknown key";
     QTest::newRow("limit") << R"({"dataset": {"train_limit": -1}})" << "dataset.train_limit: must be 0 (all) or more, got -1";

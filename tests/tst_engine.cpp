@@ -57,6 +57,14 @@ torch::nn::Sequential convModel()
                           nn::Linear(16 * 14 * 14, 10));
 }
 
+// BatchNorm's running statistics move with every training forward.
+torch::nn::Sequential normModel()
+{
+    namespace nn = torch::nn;
+    return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(), nn::Flatten(),
+                          nn::Linear(8 * 28 * 28, 10));
+}
+
 torch::nn::Sequential resnet()
 {
     auto m = trainlab::makeResNet18(1, 10);
@@ -154,6 +162,8 @@ private Q_SLOTS:
     void bf16SeesChangedWeights();
     void speedSwitchesKeepTheWeights_data();
     void speedSwitchesKeepTheWeights();
+    void warmUpChangesNothing_data();
+    void warmUpChangesNothing();
     void channelsLastStrides();
     void scheduleReachesTheOptimizer();
 };
@@ -501,6 +511,43 @@ void tst_Engine::speedSwitchesKeepTheWeights()
     QVERIFY(maxRelativeDifference(*base.replicas[0], *convModel()) > 1e-3);
     QVERIFY(qAbs(a.epochs.at(0).trainLoss - b.epochs.at(0).trainLoss) < 1e-4 * a.epochs.at(0).trainLoss);
     QCOMPARE(a.epochs.at(0).testAcc, b.epochs.at(0).testAcc);
+}
+
+void tst_Engine::warmUpChangesNothing_data()
+{
+    QTest::addColumn<int>("replicas");
+    QTest::addColumn<int>("lag");
+    QTest::newRow("1 replica") << 1 << 0;
+    QTest::newRow("3 replicas, uneven shares, lagged read") << 3 << 1;
+}
+
+// The warm-up runs the step's shapes (16 images, then the last 6) and an evaluation batch before epoch 1, and
+// evaluation pads its last chunk (9 of 25 test images) to the training shape: the weights stay bit for bit those of
+// a run without it (BatchNorm's statistics put back, the gradients zeroed), and so do the accuracies.
+void tst_Engine::warmUpChangesNothing()
+{
+    QFETCH(int, replicas);
+    QFETCH(int, lag);
+    const auto data = syntheticData(70, 25);
+    Knobs cold, warm;
+    cold.controlLag = warm.controlLag = lag;
+    cold.speed.warmup = "off";
+    warm.speed.warmup = "on";
+    RecordingObserver a, b;
+    auto base = train(replicas, normModel, data, 2, 16, a, cold);
+    auto warmed = train(replicas, normModel, data, 2, 16, b, warm);
+    QCOMPARE(toString(warmed.result.status), "completed");
+    QCOMPARE(trainlab::weightsDigest(*warmed.replicas[0]), trainlab::weightsDigest(*base.replicas[0]));
+    for (size_t e = 0; e < 2; ++e) {
+        QCOMPARE(b.epochs.at(e).trainLoss, a.epochs.at(e).trainLoss);
+        QCOMPARE(b.epochs.at(e).testAcc, a.epochs.at(e).testAcc);
+    }
+    const QString shapes = replicas == 1 ? QStringLiteral("steps of 16 and 6 images") : QStringLiteral("steps of 6 and 2 images");
+    auto said = [](const RecordingObserver &o, const QString &text) {
+        return std::any_of(o.logs.begin(), o.logs.end(), [&](const std::string &l) { return QString::fromStdString(l).contains(text); });
+    };
+    QVERIFY2(said(b, QStringLiteral("warm-up: ") + shapes), qPrintable(shapes));
+    QVERIFY(!said(a, QStringLiteral("warm-up:")));
 }
 
 // Epoch 2 at a step schedule's factor 1e-12 leaves the weights where epoch 1 put them: the schedule's rate is the

@@ -110,6 +110,7 @@ void tst_ExperimentForm::roundTrip_data()
     c.model.numClasses = 12;
     c.model.init = "kaiming";
     c.speed.channelsLast = "on";
+    c.speed.warmup = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
     c.augmentation = {true, 4, 0.3};
@@ -123,6 +124,7 @@ void tst_ExperimentForm::roundTrip_data()
     bad.dataset.trainLimit = -5;
     bad.precision = "fp16";
     bad.speed.channelsLast = "sometimes";
+    bad.speed.warmup = "twice";
     bad.model.init = "xavier";
     bad.augmentation.cropPadding = 40;
     QTest::newRow("out of range") << bad;

@@ -132,6 +132,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_cropPadding(spinBox("cropPadding", INT_MIN, INT_MAX))
     , m_erasing(lineEdit("erasing", tr("probability, 0 or e.g. 0.25")))
     , m_channelsLast(new QComboBox)
+    , m_speedWarmup(new QComboBox)
     , m_fusedSgd(new QCheckBox(tr("One fused SGD update")))
     , m_cudaGraphs(new QCheckBox(tr("CUDA graphs (GPU only)")))
     , m_cpuThreads(spinBox("cpuThreads", INT_MIN, INT_MAX))
@@ -169,8 +170,11 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_decayNormAndBias->setToolTip(tr("Off: only convolution and linear weights decay (weight_decay_norm_and_bias)"));
     m_patience->setToolTip(tr("End the run when the test accuracy has not improved for this many epochs; 0: never"));
     m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
-    m_channelsLast->addItems(choices(trainlab::channelsLastModes()));
+    m_channelsLast->addItems(choices(trainlab::autoModes()));
     m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, off on the CPU"));
+    m_speedWarmup->setObjectName(QStringLiteral("speedWarmup"));
+    m_speedWarmup->addItems(choices(trainlab::autoModes()));
+    m_speedWarmup->setToolTip(tr("Run each step shape once before epoch 1, so the GPU's tuning is not timed in it; auto: on for GPUs"));
     m_fusedSgd->setObjectName(QStringLiteral("fusedSgd"));
     m_fusedSgd->setToolTip(tr("Update every weight with a few multi-tensor kernels instead of a loop per weight"));
     m_cudaGraphs->setObjectName(QStringLiteral("cudaGraphs"));
@@ -244,6 +248,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     advancedForm->addRow(QString(), m_decayNormAndBias);
     advancedForm->addRow(tr("&Precision:"), m_precision);
     advancedForm->addRow(tr("C&hannels-last:"), m_channelsLast);
+    advancedForm->addRow(tr("Step warm-&up:"), m_speedWarmup);
     advancedForm->addRow(QString(), m_fusedSgd);
     advancedForm->addRow(QString(), m_cudaGraphs);
     advancedForm->addRow(tr("CPU &threads (0: all):"), m_cpuThreads);
@@ -280,13 +285,14 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("augmentation.crop_padding"), m_cropPadding},
                 {QStringLiteral("augmentation.erasing"), m_erasing},
                 {QStringLiteral("speed.channels_last"), m_channelsLast},
+                {QStringLiteral("speed.warmup"), m_speedWarmup},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
     for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_erasing})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
     for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience, m_cropPadding})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
-    for (QComboBox *combo : {m_datasetKind, m_precision, m_init, m_channelsLast, m_schedule})
+    for (QComboBox *combo : {m_datasetKind, m_precision, m_init, m_channelsLast, m_speedWarmup, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
     for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_nesterov, m_flip, m_decayNormAndBias})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
@@ -363,6 +369,7 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     showChoice(m_precision, config.precision);
     showChoice(m_init, config.model.init);
     showChoice(m_channelsLast, config.speed.channelsLast);
+    showChoice(m_speedWarmup, config.speed.warmup);
     m_fusedSgd->setChecked(config.speed.fusedSgd);
     m_cudaGraphs->setChecked(config.speed.cudaGraphs);
     m_cpuThreads->setValue(config.cpuThreads);
@@ -431,6 +438,7 @@ ExperimentConfig ExperimentForm::config() const
     c.precision = m_precision->currentText().toStdString();
     c.model.init = m_init->currentText().toStdString();
     c.speed.channelsLast = m_channelsLast->currentText().toStdString();
+    c.speed.warmup = m_speedWarmup->currentText().toStdString();
     c.speed.fusedSgd = m_fusedSgd->isChecked();
     c.speed.cudaGraphs = m_cudaGraphs->isChecked();
     c.cpuThreads = m_cpuThreads->value();
@@ -558,7 +566,7 @@ void ExperimentForm::showProblems()
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
         for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing",
-                                 "early_stopping.patience", "augmentation.crop_padding", "augmentation.erasing", "precision", "speed.channels_last", "cpu_threads",
+                                 "early_stopping.patience", "augmentation.crop_padding", "augmentation.erasing", "precision", "speed.channels_last", "speed.warmup", "cpu_threads",
                                  "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)
                 m_advancedToggle->setChecked(true);

@@ -104,6 +104,7 @@ private:
     QSpinBox *m_cropPadding;
     QLineEdit *m_erasing;
     QComboBox *m_channelsLast;
+    QComboBox *m_speedWarmup;
     QCheckBox *m_fusedSgd;
     QCheckBox *m_cudaGraphs;
     QSpinBox *m_cpuThreads;

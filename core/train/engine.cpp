@@ -202,6 +202,12 @@ private:
     bool trainEpoch(int epoch, int epochs);
     void exchangeNodeReports(int epoch, EpochMetrics &m);
     void computeStep(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
+    void warmUp();
+    // This rank's part of a global batch of count images (the first count % world ranks take one more).
+    std::int64_t shareOf(std::int64_t count) const
+    {
+        return count / m_world.worldSize + (m_rank < count % m_world.worldSize ? 1 : 0);
+    }
     void optimizerStep();
     bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     bool replayUpdate();
@@ -509,7 +515,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
         const std::int64_t begin = k * batch;
         const std::int64_t count = std::min(batch, n - begin);
         const std::int64_t base = count / world, extra = count % world;
-        const std::int64_t mine = base + (m_rank < extra ? 1 : 0);
+        const std::int64_t mine = shareOf(count);
         const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
 
         // Zeroes every gradient and the control slots; the .grad views stay views.
@@ -614,6 +620,56 @@ void Replica::computeStep(const torch::Tensor &x, const torch::Tensor &y, std::i
     m_control[kLossSum] = loss.detach();
     m_control[kCorrect] = logits.argmax(1).eq(y).sum().to(torch::kFloat32);
     m_control[kSeen] = static_cast<float>(mine);
+}
+
+// Each step shape once on zeros before epoch 1's clock starts, then evaluation's: cuDNN's autotune and the first
+// allocations happen here. BatchNorm's statistics are put back and the gradients zeroed, so the run computes the same.
+void Replica::warmUp()
+{
+    const auto start = Clock::now();
+    const std::int64_t n = m_trainLabels.size(0), batch = m_world.config.batchSize;
+    std::vector<std::int64_t> counts{std::min(batch, n)};
+    if (n > batch && n % batch != 0)
+        counts.push_back(n % batch);
+    std::vector<torch::Tensor> saved;
+    for (const auto &b : m_model->buffers())
+        saved.push_back(b.detach().clone());
+    auto zeros = [&](std::int64_t images) {
+        return input(torch::zeros({images, m_trainImages.size(1), m_trainImages.size(2)}, m_trainImages.options()));
+    };
+    std::string shapes;
+    try {
+        for (const std::int64_t count : counts) {
+            if (const std::int64_t mine = shareOf(count); mine > 0) {
+                computeStep(zeros(mine), torch::zeros({mine}, m_trainLabels.options()), count, mine);
+                shapes += (shapes.empty() ? "" : " and ") + std::to_string(mine);
+            }
+        }
+        torch::NoGradGuard noGrad;
+        m_model->eval();
+        m_model->forward(zeros(std::max<std::int64_t>(1, shareOf(batch))));
+#ifdef TRAINLAB_WITH_CUDA
+        if (m_device.is_cuda())
+            c10::cuda::getCurrentCUDAStream().synchronize();
+#endif
+    } catch (const std::exception &e) {
+        std::string error = "in the warm-up: " + errorText(e);
+        if (error.find("out of memory") != std::string::npos)
+            error += " (try a smaller batch per device: lower batch_size or add devices)";
+        fail(error);   // carried by epoch 1's first step, as a failed step's would be
+    }
+    {
+        torch::NoGradGuard noGrad;
+        auto buffers = m_model->buffers();
+        for (std::size_t i = 0; i < buffers.size(); ++i)
+            buffers[i].copy_(saved[i]);
+    }
+    for (auto &buffer : m_buckets)
+        buffer.zero_();
+    m_model->train();
+    if (m_failure.empty())
+        log(who() + "warm-up: steps of " + shapes + " images and an evaluation batch in " + formatFixed(seconds(start), 2)
+            + " s (not counted in epoch 1)");
 }
 
 void Replica::optimizerStep()
@@ -750,7 +806,9 @@ double Replica::evaluate(int epoch)
     const std::int64_t n = m_testLabels.size(0);
     const std::int64_t world = m_world.worldSize;
     const std::int64_t begin = n * m_rank / world, end = n * (m_rank + 1) / world;
-    const std::int64_t batch = std::max<std::int64_t>(1, m_world.config.batchSize / world);
+    // Warmed up: chunks of the training batch's shape, the last one padded, so no new shape meets the autotuner.
+    const bool padded = m_world.config.speed.warmupOn(m_deviceId);
+    const std::int64_t batch = std::max<std::int64_t>(1, padded ? shareOf(m_world.config.batchSize) : m_world.config.batchSize / world);
     // Correct, seen, and an error slot, so a rank that fails here still joins the sum (float: exact to 2^24 images),
     // then every test image's logits, zero outside this rank's slice: one sum gives each rank all of them, exactly.
     const std::int64_t classes = m_world.config.model.numClasses;
@@ -767,9 +825,11 @@ double Replica::evaluate(int epoch)
             injectFault(RunOptions::FaultPoint::Evaluate, epoch, "in the evaluation of epoch " + std::to_string(epoch));
             for (std::int64_t i = begin; i < end; i += batch) {
                 const std::int64_t stop = std::min(end, i + batch);
-                const torch::Tensor x = input(m_testImages.slice(0, i, stop));
+                torch::Tensor images = m_testImages.slice(0, i, stop);
+                if (padded && stop - i < batch)
+                    images = torch::cat({images, images.new_zeros({batch - (stop - i), images.size(1), images.size(2)})});
                 const torch::Tensor y = m_testLabels.slice(0, i, stop);
-                const torch::Tensor out = m_model->forward(x).to(torch::kFloat32);
+                const torch::Tensor out = m_model->forward(input(images)).to(torch::kFloat32).slice(0, 0, stop - i);
                 logits.slice(0, i, stop).copy_(out);
                 counts[0] += out.argmax(1).eq(y).sum().to(torch::kFloat32);
             }
@@ -813,6 +873,8 @@ void Replica::run()
     m_globalStep = static_cast<long>(m_world.startEpoch * m_stepsPerEpoch);
     try {
         const bool ready = setUp();
+        if (ready && m_world.startEpoch < epochs && m_world.config.speed.warmupOn(m_deviceId))
+            warmUp();
         for (int epoch = m_world.startEpoch + 1; ready && epoch <= epochs; ++epoch) {
             if (!trainEpoch(epoch, epochs) || m_stopped)
                 break;
