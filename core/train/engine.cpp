@@ -1122,6 +1122,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     out.result = world.result;
     out.replicas = world.replicas;
     out.weightsDigest = world.digest;
+    releaseFreeHeap();
     return out;
 }
 
