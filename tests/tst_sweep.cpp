@@ -48,6 +48,7 @@ class tst_Sweep : public QObject
 
 private Q_SLOTS:
     void timeToTarget();
+    void finishedLineShowsEpochOneApart();
     void runCount_data();
     void runCount();
     void gridVariesTheLastAxisFastest();
@@ -336,6 +337,24 @@ void tst_Sweep::timeToTarget()
     QVERIFY(!trainlab::timeToTarget({}, 0.1).has_value());
     QCOMPARE(trainlab::formatTimeToTarget(reached), std::string("22.5 s (epoch 2)"));
     QCOMPARE(trainlab::formatTimeToTarget(std::nullopt), std::string("-"));
+}
+
+void tst_Sweep::finishedLineShowsEpochOneApart()
+{
+    trainlab::RunResult r;
+    r.status = trainlab::RunStatus::Completed;
+    for (const double seconds : {21.0, 17.5, 18.5}) {
+        trainlab::EpochMetrics m;
+        m.epoch = static_cast<int>(r.epochs.size()) + 1;
+        m.testAcc = 0.5;
+        m.seconds = seconds;
+        r.epochs.push_back(m);
+    }
+    r.meanEpochSeconds = 19.0;
+    QCOMPARE(trainlab::finishedLines(r, "[cpu]").front(), std::string("test acc: 0.50, 19.0 sec/epoch on [cpu] (epoch 1 21.0 s, the others 18.0)"));
+    r.epochs.resize(1);
+    r.meanEpochSeconds = 21.0;
+    QCOMPARE(trainlab::finishedLines(r, "[cpu]").front(), std::string("test acc: 0.50, 21.0 sec/epoch on [cpu]"));
 }
 
 QTEST_GUILESS_MAIN(tst_Sweep)

@@ -55,9 +55,19 @@ std::string timeSharesLine(const EpochMetrics &m)
 std::vector<std::string> finishedLines(const RunResult &r, const std::string &devices)
 {
     std::vector<std::string> lines;
-    if (!r.epochs.empty())
-        lines.push_back(format("test acc: %.2f, %.1f sec/epoch on %s", r.epochs.back().testAcc, r.meanEpochSeconds,
-                               devices.c_str()));
+    if (!r.epochs.empty()) {
+        std::string line = format("test acc: %.2f, %.1f sec/epoch on %s", r.epochs.back().testAcc, r.meanEpochSeconds,
+                                  devices.c_str());
+        // Epoch 1 carries a run's one-off costs (a GPU's autotuning, without the warm-up): shown apart from the pace.
+        if (r.epochs.size() >= 2 && r.epochs.front().epoch == 1) {
+            double others = 0.0;
+            for (std::size_t i = 1; i < r.epochs.size(); ++i)
+                others += r.epochs[i].seconds;
+            line += format(" (epoch 1 %.1f s, the others %.1f)", r.epochs.front().seconds,
+                           others / static_cast<double>(r.epochs.size() - 1));
+        }
+        lines.push_back(line);
+    }
     if (r.status == RunStatus::Stopped)
         lines.push_back(format("stopped after %zu completed epochs", r.epochs.size()));
     if (r.status == RunStatus::Failed)
