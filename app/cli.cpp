@@ -16,6 +16,7 @@
 #include "core/sweeps/queue.h"
 #include "core/sweeps/sweepreport.h"
 #include "core/train/devices.h"
+#include "core/train/hugepageallocator.h"
 #include "core/train/launcher.h"
 #include "core/train/trainer.h"
 #include "core/util/atomicfile.h"
@@ -559,6 +560,8 @@ int main(int argc, char **argv)
     // A closed pipe or pager ends the output, not the run; a closed terminal stops the run as SIGTERM does.
     std::signal(SIGPIPE, SIG_IGN);
     std::signal(SIGHUP, onSignal);
+    // Before any thread allocates: the allocator is process-wide.
+    trainlab::useHugePagesForLargeTensors();
     try {
         return run(argc, argv);
     } catch (const std::exception &e) {

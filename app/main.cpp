@@ -1,4 +1,5 @@
 #include "core/config.h"
+#include "core/train/hugepageallocator.h"
 #include "core/util/paths.h"
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
@@ -122,6 +123,8 @@ bool hasDisplay()
 
 int main(int argc, char **argv)
 {
+    // Before any thread allocates: the allocator is process-wide.
+    trainlab::useHugePagesForLargeTensors();
     Options options;
     if (const int status = parse(argc, argv, options))
         return status;

@@ -8,12 +8,12 @@ optimizer and the loop took no time at all: a program whose step is near this su
 
   python3 bench/conv-floor.py [--batch 128] [--threads N] [--precision fp32|bf16] [--channels-last] [--reps 3]
 
-Runs with glibc's malloc keeping large blocks in the heap (as TrainLab's core/util/hostmemory does), so that page
-faults of fresh mmaps are not counted as convolution time. Prints one line: seconds per step and img/s.
+Runs with glibc's malloc keeping large blocks in the heap on transparent huge pages (as TrainLab's
+core/util/hostmemory and core/train/hugepageallocator do), so that page faults are not counted as convolution time. Prints one line: seconds per step and img/s.
 """
 import argparse, os, sys, time
 
-tunables = "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295"
+tunables = "glibc.malloc.mmap_threshold=4294967295:glibc.malloc.trim_threshold=4294967295:glibc.malloc.hugetlb=1"
 if "glibc.malloc.mmap_threshold" not in os.environ.get("GLIBC_TUNABLES", ""):
     env = dict(os.environ)
     env["GLIBC_TUNABLES"] = ":".join(filter(None, [env.get("GLIBC_TUNABLES"), tunables]))

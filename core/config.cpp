@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace trainlab {
 
@@ -252,34 +253,42 @@ std::optional<AugmentationConfig> AugmentationConfig::fromDescription(const std:
     return a;
 }
 
+namespace {
+
+// The distinct devices for which a switch is on, and those for which it is off, in the run's order.
+template <typename IsOn>
+std::pair<std::vector<std::string>, std::vector<std::string>> splitDevices(const std::vector<std::string> &devices, IsOn isOn)
+{
+    std::pair<std::vector<std::string>, std::vector<std::string>> split;
+    for (const auto &d : devices) {
+        auto &list = isOn(d) ? split.first : split.second;
+        if (std::find(list.begin(), list.end(), d) == list.end())
+            list.push_back(d);
+    }
+    return split;
+}
+
+std::string joinDevices(const std::vector<std::string> &list)
+{
+    std::string text;
+    for (const auto &d : list)
+        text += (text.empty() ? "" : " ") + d;
+    return text;
+}
+
+} // namespace
+
 std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision) const
 {
-    std::vector<std::string> on, off;
-    bool cuda = false;
-    for (const auto &d : devices) {
-        auto &list = channelsLastOn(d, precision) ? on : off;
-        if (std::find(list.begin(), list.end(), d) == list.end())
-            list.push_back(d);
-        cuda = cuda || d.rfind("cuda", 0) == 0;
-    }
-    auto join = [](const std::vector<std::string> &list) {
-        std::string text;
-        for (const auto &d : list)
-            text += (text.empty() ? "" : " ") + d;
-        return text;
-    };
+    const bool cuda = std::any_of(devices.begin(), devices.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
+    const auto [on, off] = splitDevices(devices, [&](const std::string &d) { return channelsLastOn(d, precision); });
     std::string text = "channels_last " + (on.empty() ? std::string("off") : off.empty() ? std::string("on")
-                                                                            : "on " + join(on) + ", off " + join(off));
+                                                                            : "on " + joinDevices(on) + ", off " + joinDevices(off));
     text += fusedSgd ? "; fused SGD" : "; SGD loop";
     text += !cudaGraphs ? "; eager steps" : cuda ? "; CUDA graphs" : "; CUDA graphs (no CUDA device: eager)";
-    std::vector<std::string> warm, cold;
-    for (const auto &d : devices) {
-        auto &list = warmupOn(d) ? warm : cold;
-        if (std::find(list.begin(), list.end(), d) == list.end())
-            list.push_back(d);
-    }
+    const auto [warm, cold] = splitDevices(devices, [this](const std::string &d) { return warmupOn(d); });
     if (!warm.empty())
-        text += cold.empty() ? "; warm-up" : "; warm-up on " + join(warm);
+        text += cold.empty() ? "; warm-up" : "; warm-up on " + joinDevices(warm);
     return text;
 }
 

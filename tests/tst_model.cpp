@@ -1,6 +1,7 @@
 #include "core/config.h"
 #include "core/train/checkpoint.h"
 #include "core/train/engine.h"
+#include "core/train/hugepageallocator.h"
 #include "core/train/model.h"
 
 #include <torch/torch.h>
@@ -26,6 +27,7 @@ private Q_SLOTS:
     void checkpointRoundTrip();
     void brokenCheckpoint();
     void olderCheckpointConfigStillMatches();
+    void largeTensorsOnHugePages();
 };
 
 void tst_Model::parameterCount_data()
@@ -189,6 +191,50 @@ void tst_Model::olderCheckpointConfigStillMatches()
     older["momentum"] = 0.5;
     QVERIFY(trainlab::currentBoundConfig(older.dump()) != bound);
     QCOMPARE(trainlab::configDifferences(trainlab::currentBoundConfig(older.dump()), bound), std::vector<std::string>{"momentum"});
+}
+
+// The flags the kernel keeps for the mapping that holds address, from /proc/self/smaps ("" when not found).
+static QByteArray mappingFlags(quintptr address)
+{
+    QFile smaps("/proc/self/smaps");
+    if (!smaps.open(QIODevice::ReadOnly))
+        return {};
+    bool inside = false;
+    for (const QByteArray &line : smaps.readAll().split('\n')) {
+        const int dash = line.indexOf('-');
+        const int space = line.indexOf(' ');
+        if (dash > 0 && space > dash && !line.startsWith("VmFlags")) {
+            bool ok1 = false, ok2 = false;
+            const quintptr from = line.left(dash).toULongLong(&ok1, 16);
+            const quintptr to = line.mid(dash + 1, space - dash - 1).toULongLong(&ok2, 16);
+            if (ok1 && ok2)
+                inside = address >= from && address < to;
+        } else if (inside && line.startsWith("VmFlags:")) {
+            return line.mid(8).trimmed();
+        }
+    }
+    return {};
+}
+
+void tst_Model::largeTensorsOnHugePages()
+{
+    if (qEnvironmentVariable("TRAINLAB_HUGEPAGES") == "0")
+        QSKIP("TRAINLAB_HUGEPAGES=0 keeps LibTorch's allocator");
+    QVERIFY(trainlab::useHugePagesForLargeTensors());
+    QVERIFY(trainlab::useHugePagesForLargeTensors());
+    const torch::Tensor large = torch::ones({3, 1 << 20});
+    const auto address = reinterpret_cast<quintptr>(large.data_ptr());
+    QCOMPARE(address % (2u << 20), quintptr(0));
+    if (QFile::exists("/sys/kernel/mm/transparent_hugepage/enabled")) {
+        const QByteArray flags = mappingFlags(address);
+        QVERIFY2(flags.split(' ').contains("hg"), flags.constData());
+    }
+    const torch::Tensor small = torch::ones({16});
+    QCOMPARE((large.sum() + small.sum()).item<double>(), 3.0 * (1 << 20) + 16);
+    // oneDNN's convolutions allocate through the raw interface.
+    const torch::Tensor images = torch::ones({8, 16, 64, 64});
+    const torch::Tensor out = torch::conv2d(images, torch::ones({32, 16, 3, 3}), {}, 1, 1);
+    QCOMPARE(out.index({0, 0, 10, 10}).item<double>(), 16.0 * 9);
 }
 
 QTEST_APPLESS_MAIN(tst_Model)

@@ -6,6 +6,7 @@
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
 #include "core/train/fusedsgd.h"
+#include "core/train/hugepageallocator.h"
 #include "core/train/launcher.h"
 #include "core/train/model.h"
 #include "core/train/nodereport.h"
@@ -999,6 +1000,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         return out;
     };
     keepLargeBuffersInHeap();
+    useHugePagesForLargeTensors();
     const StopCheck stopCheck = [&world] { return world.stop->load() || world.observerStop.load(); };
     try {
         if (node.nnodes > 1) {
