@@ -222,6 +222,7 @@ void tst_Model::largeTensorsOnHugePages()
         QSKIP("TRAINLAB_HUGEPAGES=0 keeps LibTorch's allocator");
     QVERIFY(trainlab::useHugePagesForLargeTensors());
     QVERIFY(trainlab::useHugePagesForLargeTensors());
+    QVERIFY(trainlab::hostMemoryDescription().find("on transparent huge pages") != std::string::npos);
     const torch::Tensor large = torch::ones({3, 1 << 20});
     const auto address = reinterpret_cast<quintptr>(large.data_ptr());
     QCOMPARE(address % (2u << 20), quintptr(0));

@@ -1109,6 +1109,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);
     observer.onLog("speed: " + config.speed.describe(config.devices, config.precision));
+    if (std::find(config.devices.begin(), config.devices.end(), "cpu") != config.devices.end())
+        observer.onLog(hostMemoryDescription());
     if (config.augmentation.any())
         observer.onLog("augmentation: " + config.augmentation.describe());
 

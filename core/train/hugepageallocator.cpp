@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <type_traits>
 
 #if defined(__linux__)
@@ -94,6 +95,18 @@ bool useHugePagesForLargeTensors()
         return true;
     }();
     return installed;
+}
+
+std::string hostMemoryDescription()
+{
+    if (!useHugePagesForLargeTensors())
+        return "host memory: LibTorch's allocator (TRAINLAB_HUGEPAGES=0)";
+    std::string mode;
+    std::getline(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"), mode);
+    const std::string text = "host memory: tensors of 2 MB and more on transparent huge pages";
+    if (mode.find("[never]") != std::string::npos)
+        return text + ", but the system has them off (/sys/kernel/mm/transparent_hugepage/enabled: never)";
+    return text;
 }
 
 } // namespace trainlab

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <string>
+
 namespace trainlab {
 
 // Makes LibTorch place CPU tensors of 2 MB and more on transparent huge pages (madvise): a ResNet-18 step's
@@ -7,5 +9,7 @@ namespace trainlab {
 // Process-wide and idempotent; TRAINLAB_HUGEPAGES=0 in the environment keeps LibTorch's own allocator.
 // Returns whether the allocator is in place.
 bool useHugePagesForLargeTensors();
+// For a CPU run's log: whether the allocator is in place and what the system's setting makes of it.
+std::string hostMemoryDescription();
 
 } // namespace trainlab
