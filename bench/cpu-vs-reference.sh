@@ -26,9 +26,23 @@ python=${PYTHON:-python3}
 "$python" -c 'import torch' 2>/dev/null || { echo "cpu-vs-reference: no python3 with torch (Debian: apt-get install python3-torch)" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+# FILE CMD...: runs CMD and writes its minor page faults (thousands) to FILE, "-" without /usr/bin/time (Debian: time).
+# A step's fresh memory shows there: the reference's count, and its speed with it, varies from run to run.
+run_counted() {
+  local file=$1 rc
+  shift
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f %R -o "$file.raw" "$@"
+    rc=$?
+    tail -n 1 "$file.raw" | awk '{ printf "%.0fk\n", $1 / 1000 }' > "$file"
+    return $rc
+  fi
+  echo - > "$file"
+  "$@"
+}
 echo "data $data: $TRAIN train / $TEST test, $EPOCHS epoch(s), batch $BATCH, lr $LR, seed $SEED, $THREADS threads"
 echo "LibTorch: TrainLab $("$cli" --version | tr '\n' ' '), reference torch $("$python" -c 'import torch; print(torch.__version__)')"
-printf '%-5s %-10s %-9s %-14s %10s %10s %9s\n' round program precision channels_last "img/s" "sec/epoch" "test acc"
+printf '%-5s %-10s %-9s %-14s %10s %10s %9s %8s\n' round program precision channels_last "img/s" "sec/epoch" "test acc" faults
 declare -A rate layout_used
 for round in $(seq 1 "$ROUNDS"); do
 for precision in $PRECISIONS; do
@@ -43,7 +57,7 @@ for precision in $PRECISIONS; do
  "speed": {"channels_last": "$layout"}}
 JSON
   runs=$out/runs-$precision-$layout-$round
-  if "$cli" run "$out/config.json" --runs-dir "$runs" >"$out/trainlab-$precision-$layout.log" 2>&1; then
+  if run_counted "$out/faults" "$cli" run "$out/config.json" --runs-dir "$runs" >"$out/trainlab-$precision-$layout.log" 2>&1; then
     metrics=$(ls "$runs"/*/metrics.csv)
     used=$(sed -n 's/.*speed: channels_last \([a-z]*\).*/\1/p' "$out/trainlab-$precision-$layout.log" | head -n 1)
     read -r r s a < <("$python" - "$metrics" <<'PY'
@@ -54,7 +68,8 @@ print(sum(float(r["images_per_second"]) for r in rows) / len(rows),
 PY
 )
     if [ "$first" = 1 ]; then rate[trainlab-$precision-$round]=$r; layout_used[$precision]=${used:-off}; fi
-    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f\n' "$round" TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a"
+    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f %8s\n' "$round" TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a" \
+      "$(cat "$out/faults")"
   else
     echo "TrainLab $precision channels_last $layout failed:"; tail -5 "$out/trainlab-$precision-$layout.log"
   fi
@@ -65,13 +80,13 @@ PY
     if floor=$("$python" bench/conv-floor.py --batch "$BATCH" --threads "$THREADS" --precision "$precision" "${cl[@]}" 2>&1); then
       r=$(sed -n 's/.* \([0-9.]*\) img\/s$/\1/p' <<<"$floor")
       rate[floor-$precision-$round]=$r
-      printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9s\n' "$round" "conv floor" "$precision" "${layout_used[$precision]:-off}" "$r" \
-        "$(awk -v r="$r" -v n="$TRAIN" 'BEGIN { print n / r }')" "-"
+      printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9s %8s\n' "$round" "conv floor" "$precision" "${layout_used[$precision]:-off}" "$r" \
+        "$(awk -v r="$r" -v n="$TRAIN" 'BEGIN { print n / r }')" "-" "-"
     else
       echo "conv floor $precision failed: $floor"
     fi
   fi
-  if "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
+  if run_counted "$out/faults" "$python" -W ignore bench/reference.py --data "$data" --train "$TRAIN" --test "$TEST" --epochs "$EPOCHS" \
        --batch "$BATCH" --lr "$LR" --threads "$THREADS" --seed "$SEED" --precision "$precision" \
        --json "$out/reference-$precision.json" >"$out/reference-$precision.log" 2>&1; then
     read -r r s a < <("$python" - "$out/reference-$precision.json" <<'PY'
@@ -82,7 +97,7 @@ print(sum(r["images_per_second"] for r in rows) / len(rows), sum(r["epoch_second
 PY
 )
     rate[reference-$precision-$round]=$r
-    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f\n' "$round" reference "$precision" "off" "$r" "$s" "$a"
+    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f %8s\n' "$round" reference "$precision" "off" "$r" "$s" "$a" "$(cat "$out/faults")"
   else
     echo "reference $precision failed:"; tail -5 "$out/reference-$precision.log"
   fi
