@@ -41,7 +41,8 @@ usage: bench/gpu-check.sh [options]
   -h, --help         this text
 
 environment: PYTHON (default python3), CUDA_HOME (else nvcc on PATH, else /usr/local/cuda),
-  NCCL_INCLUDE_DIR (else the wheel's nvidia/nccl/include), TORCH_DIR, OUT, TRAINLAB_DATA_DIR
+  NCCL_INCLUDE_DIR (else the wheel's nvidia/nccl/include), TORCH_DIR, OUT, TRAINLAB_DATA_DIR;
+  GPU_CHECK_ABLATION_ON_CPU=1 with --ablation and no GPU: its rows on the CPU with 256 / 128 images (checks the script)
 exit status: 0 every step that ran passed (also: no GPU), 1 a step failed, 2 bad arguments
 EOF
 }
@@ -384,7 +385,7 @@ for name, n in (("train", 60000), ("t10k", 10000)):
 PY
 }
 synthetic=$out/synthetic
-if [ "$cuda_devices" -eq 0 ] && [ "$quick" = 0 ]; then
+if [ "$cuda_devices" -eq 0 ] && [ "$quick" = 0 ] && [ "${GPU_CHECK_ABLATION_ON_CPU:-0}" != 1 ]; then
   :   # nothing will train on it
 elif [ -f "$synthetic/t10k-labels-idx1-ubyte" ] && [ "$(stat -c %s "$synthetic/train-images-idx3-ubyte" 2>/dev/null)" = 47040016 ]; then
   record "synthetic data" ok "reused $synthetic (60,000 / 10,000)" ""
@@ -479,6 +480,35 @@ for r in json.load(open(sys.argv[1]))["epochs"]:
   fi
 }
 
+# The speed ablation (issue 22): each switch added to the one before, batch 256 on cuda:0, then the chapter's
+# experiment with all of them. SPEED is the config's speed object for that row.
+abl_device=cuda:0 abl_limits=(0 0)
+ablation_runs() { # LABEL DATA
+  local label=$1 data=$2 t0 i
+  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "off"}' \
+    train "$label: today's path (fp32, NCHW, SGD loop, eager)" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
+    train "$label: + step warm-up" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
+    train "$label: + channels_last" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
+    train "$label: + bf16" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false, "warmup": "on"}' \
+    train "$label: + fused SGD" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' \
+    train "$label: + CUDA graphs (all on)" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 "$abl_device" "${abl_limits[@]}" "$label: + CUDA graphs (all on)"
+  t0=$(date +%s)
+  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' epochs=10 \
+    train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  i=$(( ${#names[@]} - 1 ))
+  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+  # Issue 24's preset beside it: its own recipe (batch, schedule, augmentation, label smoothing), 10 epochs.
+  t0=$(date +%s)
+  PRESET=fmnist-fast epochs=10 train "$label: the fmnist-fast preset, 10 epochs" "$data" bf16 "$abl_device" - - "${abl_limits[@]}"
+  i=$(( ${#names[@]} - 1 ))
+  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+}
 if [ "$cuda_devices" -eq 0 ]; then
   if [ "$smi_gpus" -gt 0 ]; then
     echo "gpu-check: nvidia-smi lists $smi_gpus GPU(s) but trainlab-cli sees no CUDA device: a CPU-only LibTorch, or a driver/runtime mismatch (see the logs)"
@@ -486,6 +516,12 @@ if [ "$cuda_devices" -eq 0 ]; then
     finish
   fi
   echo "gpu-check: no GPU on this machine (nvidia-smi: ${smi_gpus}, trainlab-cli devices: no cuda:N); the build is checked, nothing to time on a GPU"
+  if [ "$ablation" = 1 ] && [ "${GPU_CHECK_ABLATION_ON_CPU:-0}" = 1 ]; then
+    # The ablation's runs, figures and table on the CPU with 256 / 128 images: checks the script, times nothing.
+    abl_device=cpu abl_limits=(256 128)
+    ablation_runs synthetic "$synthetic"
+    finish
+  fi
   if [ "$quick" = 1 ]; then
     # The run, figures and summary path, on the CPU: a few hundred images, one epoch.
     train "smoke: cpu fp32 bs 64 (256 images)" "$synthetic" fp32 cpu 64 0.05 256 128
@@ -521,34 +557,6 @@ gpu_runs() { # LABEL DATA FULL(1: every GPU count)
     train "$label: $n GPUs fp32 bs $b" "$data" fp32 "$devs" "$b" "$lr" "$limit_train" "$limit_test"
   done
   [ "$cuda_devices" -ge 2 ] || skip "$label: 2..N GPUs" "only 1 CUDA device"
-}
-# The speed ablation (issue 22): each switch added to the one before, batch 256 on cuda:0, then the chapter's
-# experiment with all of them. SPEED is the config's speed object for that row.
-ablation_runs() { # LABEL DATA
-  local label=$1 data=$2 t0 i
-  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "off"}' \
-    train "$label: today's path (fp32, NCHW, SGD loop, eager)" "$data" fp32 cuda:0 256 0.1
-  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + step warm-up" "$data" fp32 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + channels_last" "$data" fp32 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + bf16" "$data" bf16 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + fused SGD" "$data" bf16 cuda:0 256 0.1
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' \
-    train "$label: + CUDA graphs (all on)" "$data" bf16 cuda:0 256 0.1
-  reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 cuda:0 0 0 "$label: + CUDA graphs (all on)"
-  t0=$(date +%s)
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' epochs=10 \
-    train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 cuda:0 256 0.1
-  i=$(( ${#names[@]} - 1 ))
-  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
-  # Issue 24's preset beside it: its own recipe (batch, schedule, augmentation, label smoothing), 10 epochs.
-  t0=$(date +%s)
-  PRESET=fmnist-fast epochs=10 train "$label: the fmnist-fast preset, 10 epochs" "$data" bf16 cuda:0 - -
-  i=$(( ${#names[@]} - 1 ))
-  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
 }
 if [ "$ablation" = 1 ]; then
   data=$synthetic label=synthetic
