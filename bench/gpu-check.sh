@@ -484,19 +484,21 @@ for r in json.load(open(sys.argv[1]))["epochs"]:
 # experiment with all of them. SPEED is the config's speed object for that row.
 abl_device=cuda:0 abl_limits=(0 0)
 ablation_runs() { # LABEL DATA
-  local label=$1 data=$2 t0 i
-  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "off"}' \
-    train "$label: today's path (fp32, NCHW, SGD loop, eager)" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  SPEED='{"channels_last": "off", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + step warm-up" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + channels_last" "$data" fp32 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  SPEED='{"channels_last": "on", "fused_sgd": false, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + bf16" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": false, "warmup": "on"}' \
-    train "$label: + fused SGD" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' \
-    train "$label: + CUDA graphs (all on)" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
+  local label=$1 data=$2 t0 i row name precision cl fused graphs warm
+  # name|precision|channels_last|fused_sgd|cuda_graphs|warmup: each row adds one switch to the row before.
+  local rows=(
+    "today's path (fp32, NCHW, SGD loop, eager)|fp32|off|false|false|off"
+    "+ step warm-up|fp32|off|false|false|on"
+    "+ channels_last|fp32|on|false|false|on"
+    "+ bf16|bf16|on|false|false|on"
+    "+ fused SGD|bf16|on|true|false|on"
+    "+ CUDA graphs (all on)|bf16|on|true|true|on"
+  )
+  for row in "${rows[@]}"; do
+    IFS='|' read -r name precision cl fused graphs warm <<<"$row"
+    SPEED="{\"channels_last\": \"$cl\", \"fused_sgd\": $fused, \"cuda_graphs\": $graphs, \"warmup\": \"$warm\"}" \
+      train "$label: $name" "$data" "$precision" "$abl_device" 256 0.1 "${abl_limits[@]}"
+  done
   reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 "$abl_device" "${abl_limits[@]}" "$label: + CUDA graphs (all on)"
   t0=$(date +%s)
   SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' epochs=10 \
