@@ -483,8 +483,17 @@ for r in json.load(open(sys.argv[1]))["epochs"]:
 # The speed ablation (issue 22): each switch added to the one before, batch 256 on cuda:0, then the chapter's
 # experiment with all of them. SPEED is the config's speed object for that row.
 abl_device=cuda:0 abl_limits=(0 0)
+# walled COMMAND...: runs it and puts the wall time from launch to its end in front of its row's figures.
+walled() {
+  local t0 i
+  t0=$(date +%s)
+  "$@"
+  i=$(( ${#names[@]} - 1 ))
+  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+  return 0
+}
 ablation_runs() { # LABEL DATA
-  local label=$1 data=$2 t0 i row name precision cl fused graphs warm
+  local label=$1 data=$2 row name precision cl fused graphs warm
   # name|precision|channels_last|fused_sgd|cuda_graphs|warmup: each row adds one switch to the row before.
   local rows=(
     "today's path (fp32, NCHW, SGD loop, eager)|fp32|off|false|false|off"
@@ -500,16 +509,10 @@ ablation_runs() { # LABEL DATA
       train "$label: $name" "$data" "$precision" "$abl_device" 256 0.1 "${abl_limits[@]}"
   done
   reference "$label: the chapter's program (fp32, timed its way)" "$data" 256 0.1 "$abl_device" "${abl_limits[@]}" "$label: + CUDA graphs (all on)"
-  t0=$(date +%s)
   SPEED='{"channels_last": "on", "fused_sgd": true, "cuda_graphs": true, "warmup": "on"}' epochs=10 \
-    train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
-  i=$(( ${#names[@]} - 1 ))
-  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+    walled train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
   # Issue 24's preset beside it: its own recipe (batch, schedule, augmentation, label smoothing), 10 epochs.
-  t0=$(date +%s)
-  PRESET=fmnist-fast epochs=10 train "$label: the fmnist-fast preset, 10 epochs" "$data" bf16 "$abl_device" - - "${abl_limits[@]}"
-  i=$(( ${#names[@]} - 1 ))
-  [ "${results[i]}" = ok ] && figures[i]="wall $(( $(date +%s) - t0 )) s from launch to the last epoch; ${figures[i]}"
+  PRESET=fmnist-fast epochs=10 walled train "$label: the fmnist-fast preset, 10 epochs" "$data" bf16 "$abl_device" - - "${abl_limits[@]}"
 }
 if [ "$cuda_devices" -eq 0 ]; then
   if [ "$smi_gpus" -gt 0 ]; then

@@ -5,7 +5,7 @@
 namespace trainlab {
 
 // Makes LibTorch place CPU tensors of 2 MB and more on transparent huge pages (madvise): a ResNet-18 step's
-// activations then fault in 512x fewer pages and miss the TLB less (measured 5-10 % faster per CPU step here).
+// activations then fault in 2 MB at a time and miss the TLB less (227k -> 46k faults an epoch, 2-8 % faster here).
 // Process-wide and idempotent; TRAINLAB_HUGEPAGES=0 in the environment keeps LibTorch's own allocator.
 // Returns whether the allocator is in place.
 bool useHugePagesForLargeTensors();
