@@ -42,7 +42,7 @@ run_counted() {
 }
 echo "data $data: $TRAIN train / $TEST test, $EPOCHS epoch(s), batch $BATCH, lr $LR, seed $SEED, $THREADS threads"
 echo "LibTorch: TrainLab $("$cli" --version | tr '\n' ' '), reference torch $("$python" -c 'import torch; print(torch.__version__)')"
-printf '%-5s %-10s %-9s %-14s %10s %10s %9s %8s\n' round program precision channels_last "img/s" "sec/epoch" "test acc" faults
+printf '%-5s %-10s %-9s %-30s %10s %10s %9s %8s\n' round program precision channels_last "img/s" "sec/epoch" "test acc" faults
 declare -A rate layout_used
 for round in $(seq 1 "$ROUNDS"); do
 for precision in $PRECISIONS; do
@@ -59,7 +59,7 @@ JSON
   runs=$out/runs-$precision-$layout-$round
   if run_counted "$out/faults" "$cli" run "$out/config.json" --runs-dir "$runs" >"$out/trainlab-$precision-$layout.log" 2>&1; then
     metrics=$(ls "$runs"/*/metrics.csv)
-    used=$(sed -n 's/.*speed: channels_last \([a-z]*\).*/\1/p' "$out/trainlab-$precision-$layout.log" | head -n 1)
+    used=$(sed -n 's/.*speed: channels_last \([^;]*\);.*/\1/p' "$out/trainlab-$precision-$layout.log" | head -n 1)
     read -r r s a < <("$python" - "$metrics" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -68,7 +68,7 @@ print(sum(float(r["images_per_second"]) for r in rows) / len(rows),
 PY
 )
     if [ "$first" = 1 ]; then rate[trainlab-$precision-$round]=$r; layout_used[$precision]=${used:-off}; fi
-    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f %8s\n' "$round" TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a" \
+    printf '%-5s %-10s %-9s %-30s %10.1f %10.1f %9.3f %8s\n' "$round" TrainLab "$precision" "$layout: ${used:-?}" "$r" "$s" "$a" \
       "$(cat "$out/faults")"
   else
     echo "TrainLab $precision channels_last $layout failed:"; tail -5 "$out/trainlab-$precision-$layout.log"
@@ -76,11 +76,15 @@ PY
   first=0
   done
   if [ "$FLOOR" = 1 ]; then
-    cl=(); [ "${layout_used[$precision]:-off}" = on ] && cl=(--channels-last)
+    case ${layout_used[$precision]:-off} in
+      on) cl=(--channels-last) ;;
+      "on but "*) cl=(--channels-last --nchw-from "${layout_used[$precision]#on but }") ;;
+      *) cl=() ;;
+    esac
     if floor=$("$python" bench/conv-floor.py --batch "$BATCH" --threads "$THREADS" --precision "$precision" "${cl[@]}" 2>&1); then
       r=$(sed -n 's/.* \([0-9.]*\) img\/s$/\1/p' <<<"$floor")
       rate[floor-$precision-$round]=$r
-      printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9s %8s\n' "$round" "conv floor" "$precision" "${layout_used[$precision]:-off}" "$r" \
+      printf '%-5s %-10s %-9s %-30s %10.1f %10.1f %9s %8s\n' "$round" "conv floor" "$precision" "${layout_used[$precision]:-off}" "$r" \
         "$(awk -v r="$r" -v n="$TRAIN" 'BEGIN { print n / r }')" "-" "-"
     else
       echo "conv floor $precision failed: $floor"
@@ -97,7 +101,7 @@ print(sum(r["images_per_second"] for r in rows) / len(rows), sum(r["epoch_second
 PY
 )
     rate[reference-$precision-$round]=$r
-    printf '%-5s %-10s %-9s %-14s %10.1f %10.1f %9.3f %8s\n' "$round" reference "$precision" "off" "$r" "$s" "$a" "$(cat "$out/faults")"
+    printf '%-5s %-10s %-9s %-30s %10.1f %10.1f %9.3f %8s\n' "$round" reference "$precision" "off" "$r" "$s" "$a" "$(cat "$out/faults")"
   else
     echo "reference $precision failed:"; tail -5 "$out/reference-$precision.log"
   fi

@@ -9,6 +9,7 @@
 #include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -194,10 +195,21 @@ bool SpeedConfig::warmupOn(const std::string &device) const
     return warmup == "on" || (warmup == "auto" && device.rfind("cuda", 0) == 0);
 }
 
-bool SpeedConfig::channelsLastOn(const std::string &device, const std::string &precision) const
+MemoryLayout SpeedConfig::layout(const std::string &device, const std::string &precision) const
 {
-    // On the CPU NHWC measured about 8 % faster in bf16 and no faster in fp32 (docs/performance.md).
-    return channelsLast == "on" || (channelsLast == "auto" && (device.rfind("cuda", 0) == 0 || precision == "bf16"));
+    if (channelsLast != "auto")
+        return channelsLast == "on" ? MemoryLayout::Nhwc : MemoryLayout::Nchw;
+    if (device.rfind("cuda", 0) == 0)
+        return MemoryLayout::Nhwc;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    // Measured on oneDNN 2 only; oneDNN 3.6 (LibTorch 2.6) crashed in fp32 NHWC convolutions (docs/configuration.md).
+    if (precision != "bf16")
+        return MemoryLayout::Nchw;
+#else
+    (void)precision;
+#endif
+    // On the CPU (oneDNN 2.6) 7-17 % faster than NCHW in fp32, 1-4 % than all NHWC in bf16 (docs/performance.md).
+    return MemoryLayout::NhwcButLastStage;
 }
 
 std::string AugmentationConfig::describe() const
@@ -255,17 +267,20 @@ std::optional<AugmentationConfig> AugmentationConfig::fromDescription(const std:
 
 namespace {
 
-// The distinct devices for which a switch is on, and those for which it is off, in the run's order.
-template <typename IsOn>
-std::pair<std::vector<std::string>, std::vector<std::string>> splitDevices(const std::vector<std::string> &devices, IsOn isOn)
+// The distinct devices of each value of key(device), the values and devices in the run's order.
+template <typename Key, typename KeyOf>
+std::vector<std::pair<Key, std::vector<std::string>>> groupDevices(const std::vector<std::string> &devices, KeyOf keyOf)
 {
-    std::pair<std::vector<std::string>, std::vector<std::string>> split;
+    std::vector<std::pair<Key, std::vector<std::string>>> groups;
     for (const auto &d : devices) {
-        auto &list = isOn(d) ? split.first : split.second;
-        if (std::find(list.begin(), list.end(), d) == list.end())
-            list.push_back(d);
+        const Key key = keyOf(d);
+        auto group = std::find_if(groups.begin(), groups.end(), [&](const auto &g) { return g.first == key; });
+        if (group == groups.end())
+            group = groups.insert(groups.end(), {key, {}});
+        if (std::find(group->second.begin(), group->second.end(), d) == group->second.end())
+            group->second.push_back(d);
     }
-    return split;
+    return groups;
 }
 
 std::string joinDevices(const std::vector<std::string> &list)
@@ -281,14 +296,23 @@ std::string joinDevices(const std::vector<std::string> &list)
 std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision) const
 {
     const bool cuda = std::any_of(devices.begin(), devices.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
-    const auto [on, off] = splitDevices(devices, [&](const std::string &d) { return channelsLastOn(d, precision); });
-    std::string text = "channels_last " + (on.empty() ? std::string("off") : off.empty() ? std::string("on")
-                                                                            : "on " + joinDevices(on) + ", off " + joinDevices(off));
+    const auto layouts = groupDevices<MemoryLayout>(devices, [&](const std::string &d) { return layout(d, precision); });
+    std::string text = layouts.empty() ? "channels_last off" : "channels_last";
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+        const MemoryLayout l = layouts[i].first;
+        text += i == 0 ? " " : ", ";
+        text += l == MemoryLayout::Nhwc ? "on" : l == MemoryLayout::Nchw ? "off" : "on but resnet_block4";
+        // The devices are named only where their layouts differ.
+        if (layouts.size() > 1)
+            text += " " + joinDevices(layouts[i].second);
+    }
     text += fusedSgd ? "; fused SGD" : "; SGD loop";
     text += !cudaGraphs ? "; eager steps" : cuda ? "; CUDA graphs" : "; CUDA graphs (no CUDA device: eager)";
-    const auto [warm, cold] = splitDevices(devices, [this](const std::string &d) { return warmupOn(d); });
-    if (!warm.empty())
-        text += cold.empty() ? "; warm-up" : "; warm-up on " + joinDevices(warm);
+    const auto warm = groupDevices<bool>(devices, [this](const std::string &d) { return warmupOn(d); });
+    for (const auto &[on, list] : warm) {
+        if (on)
+            text += warm.size() == 1 ? "; warm-up" : "; warm-up on " + joinDevices(list);
+    }
     return text;
 }
 

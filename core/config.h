@@ -44,11 +44,15 @@ struct ModelConfig
     std::string init = "d2l";
 };
 
+// The strides a replica's 4-D weights and activations keep. NhwcButLastStage: NHWC up to resnet_block4, whose 4×4
+// maps run faster in oneDNN's NCHW kernels on the CPU (docs/performance.md).
+enum class MemoryLayout { Nchw, Nhwc, NhwcButLastStage };
+
 // How the steps run, not what they compute (within float rounding): each a switch, so a user or the GPU check can
 // turn one off. Not part of what a checkpoint is bound to: a run resumes with other switches.
 struct SpeedConfig
 {
-    // 4-D weights and activations in NHWC strides: "auto" (on for CUDA and for bf16 on the CPU), "on", "off".
+    // 4-D weights and activations in NHWC strides: "auto" (on for CUDA, on but resnet_block4 on the CPU), "on", "off".
     std::string channelsLast = "auto";
     // One multi-tensor (_foreach_) SGD update over every parameter instead of a loop of kernels per parameter.
     bool fusedSgd = true;
@@ -58,11 +62,11 @@ struct SpeedConfig
     // and evaluation in the training batch's shape: "auto" (on for CUDA), "on", "off". The run computes the same.
     std::string warmup = "auto";
 
-    // Whether a replica on device ("cpu", "cuda:1") at precision ("fp32", "bf16") keeps NHWC strides.
-    bool channelsLastOn(const std::string &device, const std::string &precision) const;
+    // The layout of a replica on device ("cpu", "cuda:1") at precision ("fp32", "bf16").
+    MemoryLayout layout(const std::string &device, const std::string &precision) const;
     bool warmupOn(const std::string &device) const;
-    // The path these switches give the devices, for the log and summary.json: "channels_last on cuda:0, off cpu;
-    // fused SGD; CUDA graphs; warm-up on cuda:0".
+    // The path these switches give the devices, for the log and summary.json: "channels_last on cuda:0, on but
+    // resnet_block4 cpu; fused SGD; CUDA graphs; warm-up on cuda:0".
     std::string describe(const std::vector<std::string> &devices, const std::string &precision) const;
 };
 

@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include <torch/version.h>
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -83,15 +85,30 @@ void tst_Config::defaultsForMissingKeys()
     QCOMPARE(c.model.init, std::string("d2l"));
     QVERIFY(c.speed.fusedSgd);
     QVERIFY(!c.speed.cudaGraphs);
-    QVERIFY(c.speed.channelsLastOn("cuda:0", "fp32"));
-    QVERIFY(!c.speed.channelsLastOn("cpu", "fp32"));
-    QVERIFY(c.speed.channelsLastOn("cpu", "bf16"));
+    using trainlab::MemoryLayout;
+    QVERIFY(c.speed.layout("cuda:0", "fp32") == MemoryLayout::Nhwc);
+    QVERIFY(c.speed.layout("cpu", "bf16") == MemoryLayout::NhwcButLastStage);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    const std::string cpuFp32 = "off";
+    QVERIFY(c.speed.layout("cpu", "fp32") == MemoryLayout::Nchw);
+#else
+    const std::string cpuFp32 = "on but resnet_block4";
+    QVERIFY(c.speed.layout("cpu", "fp32") == MemoryLayout::NhwcButLastStage);
+#endif
     QCOMPARE(c.speed.warmup, std::string("auto"));
     QVERIFY(c.speed.warmupOn("cuda:1"));
     QVERIFY(!c.speed.warmupOn("cpu"));
-    QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu"}, "fp32"),
-             std::string("channels_last on cuda:0 cuda:1, off cpu; fused SGD; eager steps; warm-up on cuda:0 cuda:1"));
-    QCOMPARE(c.speed.describe({"cpu"}, "fp32"), std::string("channels_last off; fused SGD; eager steps"));
+    QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu", "cpu"}, "fp32"),
+             "channels_last on cuda:0 cuda:1, " + cpuFp32 + " cpu; fused SGD; eager steps; warm-up on cuda:0 cuda:1");
+    QCOMPARE(c.speed.describe({"cpu"}, "fp32"), "channels_last " + cpuFp32 + "; fused SGD; eager steps");
+    QCOMPARE(c.speed.describe({"cpu", "cuda:0"}, "bf16"),
+             std::string("channels_last on but resnet_block4 cpu, on cuda:0; fused SGD; eager steps; warm-up on cuda:0"));
+    trainlab::SpeedConfig off;
+    off.channelsLast = "off";
+    QVERIFY(off.layout("cuda:0", "bf16") == MemoryLayout::Nchw);
+    QCOMPARE(off.describe({"cuda:0", "cpu"}, "bf16"), std::string("channels_last off; fused SGD; eager steps; warm-up on cuda:0"));
+    off.channelsLast = "on";
+    QVERIFY(off.layout("cpu", "fp32") == MemoryLayout::Nhwc);
     QVERIFY(c.validate().empty());
 }
 

@@ -164,7 +164,8 @@ private Q_SLOTS:
     void speedSwitchesKeepTheWeights();
     void warmUpChangesNothing_data();
     void warmUpChangesNothing();
-    void channelsLastStrides();
+    void memoryLayouts_data();
+    void memoryLayouts();
     void scheduleReachesTheOptimizer();
 };
 
@@ -570,33 +571,80 @@ void tst_Engine::scheduleReachesTheOptimizer()
     QVERIFY(std::any_of(b.logs.begin(), b.logs.end(), [](const std::string &l) { return l.find("epoch 2: learning rate 1e-13") == 0; }));
 }
 
-// The stem (one input channel) and the 1×1 shortcuts get NHWC strides too, which contiguous(ChannelsLast) leaves
-// NCHW-looking; a checkpoint of NHWC weights loads into a plain model as the same values.
-void tst_Engine::channelsLastStrides()
+void tst_Engine::memoryLayouts_data()
 {
+    QTest::addColumn<int>("layout");
+    QTest::addColumn<bool>("lastStageNhwc");
+    QTest::newRow("on") << int(trainlab::MemoryLayout::Nhwc) << true;
+    QTest::newRow("on but resnet_block4") << int(trainlab::MemoryLayout::NhwcButLastStage) << false;
+}
+
+// The stem (one input channel) and the 1×1 shortcuts get NHWC strides too, which contiguous(ChannelsLast) leaves
+// NCHW-looking; resnet_block4 stays NCHW where asked, from its input on; the output and gradients are the NCHW
+// model's; a checkpoint of these weights loads into a plain model as the same values, and Nchw puts them back.
+void tst_Engine::memoryLayouts()
+{
+    QFETCH(int, layout);
+    QFETCH(bool, lastStageNhwc);
+    torch::manual_seed(0);
     auto model = resnet();
+    torch::manual_seed(0);
+    auto plain = resnet();
     const std::string before = trainlab::weightsDigest(*model);
-    trainlab::toChannelsLast(*model);
+    QCOMPARE(trainlab::weightsDigest(*plain), before);
+    trainlab::toMemoryLayout(*model, trainlab::MemoryLayout(layout));
     auto params = model->named_parameters();
     for (const auto &p : params) {
+        const bool nhwc = p.key().rfind("resnet_block4", 0) != 0 || lastStageNhwc;
         if (p.value().dim() == 4)
-            QVERIFY2(p.value().stride(1) == 1, p.key().c_str());
+            QVERIFY2(p.value().is_contiguous(nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous), p.key().c_str());
     }
     QCOMPARE(params["conv.weight"].size(1), 1);
     const auto image = trainlab::channelsLast(torch::zeros({2, 1, 28, 28}));
     QCOMPARE(image.stride(1), 1);
     QCOMPARE(image.stride(3), 1);
     QCOMPARE(trainlab::weightsDigest(*model), before);
+
+    // Running statistics: BatchNorm over 8 images divides by the d2l stem's tiny spread, which makes float rounding
+    // (kernels differ by layout) a 2 % difference in the stem's gradient.
+    model->eval();
+    plain->eval();
+    torch::manual_seed(5);
+    const torch::Tensor x = torch::rand({8, 1, 28, 28});
+    const torch::Tensor y = torch::randint(0, 10, {8}, torch::kInt64);
+    // Layer by layer, to see the layout resnet_block4 hands on.
+    torch::Tensor out = trainlab::channelsLast(x);
+    const auto names = model->named_children().keys();
+    std::size_t i = 0;
+    for (auto &layer : *model) {
+        out = layer.forward(out);
+        if (names.at(i++) == "resnet_block4_0")
+            QCOMPARE(out.stride(1) == 1, lastStageNhwc);
+    }
+    QCOMPARE(i, names.size());
+    torch::nn::functional::cross_entropy(out, y).backward();
+    const torch::Tensor expected = plain->forward(x);
+    torch::nn::functional::cross_entropy(expected, y).backward();
+    QVERIFY2(torch::allclose(out, expected, 1e-4, 1e-4 * expected.abs().max().item<double>()), "the output differs from the NCHW model's");
+    auto plainParams = plain->named_parameters();
+    for (const auto &p : params) {
+        const auto &g = p.value().grad(), &e = plainParams[p.key()].grad();
+        QVERIFY2(torch::allclose(g, e, 1e-4, 1e-4 * e.abs().max().item<double>()), p.key().c_str());
+    }
+
     std::ostringstream bytes;
     torch::serialize::OutputArchive archive;
     model->save(archive);
     archive.save_to(bytes);
-    auto plain = resnet();
+    auto loaded = resnet();
     torch::serialize::InputArchive in;
     const std::string saved = bytes.str();
     in.load_from(saved.data(), saved.size());
-    plain->load(in);
-    QCOMPARE(trainlab::weightsDigest(*plain), before);
+    loaded->load(in);
+    QCOMPARE(trainlab::weightsDigest(*loaded), before);
+    trainlab::toMemoryLayout(*model, trainlab::MemoryLayout::Nchw);
+    for (const auto &p : model->named_parameters())
+        QVERIFY2(p.value().is_contiguous(), p.key().c_str());
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)

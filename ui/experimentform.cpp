@@ -171,7 +171,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_patience->setToolTip(tr("End the run when the test accuracy has not improved for this many epochs; 0: never"));
     m_channelsLast->setObjectName(QStringLiteral("channelsLast"));
     m_channelsLast->addItems(choices(trainlab::autoModes()));
-    m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, off on the CPU"));
+    m_channelsLast->setToolTip(tr("NHWC memory layout for weights and images; auto: on for GPUs, on but the last block (4×4 maps) on the CPU"));
     m_speedWarmup->setObjectName(QStringLiteral("speedWarmup"));
     m_speedWarmup->addItems(choices(trainlab::autoModes()));
     m_speedWarmup->setToolTip(tr("Run each step shape once before epoch 1, so the GPU's tuning is not timed in it; auto: on for GPUs"));

@@ -231,7 +231,7 @@ private:
     torch::Tensor input(const torch::Tensor &images, const std::vector<AugmentDraw> &draws = {}, std::int64_t first = 0) const
     {
         const torch::Tensor x = applyAugmentation(toInput(images), draws, first);
-        return m_channelsLast ? channelsLast(x) : x;
+        return m_layout != MemoryLayout::Nchw ? channelsLast(x) : x;
     }
 
     World &m_world;
@@ -251,7 +251,7 @@ private:
     torch::Tensor m_trainImages, m_trainLabels, m_testImages, m_testLabels;
     long m_globalStep = 0;
     std::int64_t m_stepsPerEpoch = 1;
-    bool m_channelsLast = false;
+    MemoryLayout m_layout = MemoryLayout::Nchw;
 #ifdef TRAINLAB_WITH_CUDA
     std::unique_ptr<StepGraphs> m_graphs;
     bool capture(at::cuda::CUDAGraph &graph, c10::cuda::MempoolId_t pool, const std::function<void()> &work,
@@ -364,9 +364,8 @@ void Replica::prepareLocal()
     if (m_world.resumeCheckpoint)
         loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
     // After the load, which gives each parameter the strides it was saved with.
-    m_channelsLast = config.speed.channelsLastOn(m_deviceId, config.precision);
-    if (m_channelsLast)
-        toChannelsLast(*m_model);
+    m_layout = config.speed.layout(m_deviceId, config.precision);
+    toMemoryLayout(*m_model, m_layout);
     makeGradientBuckets();
 #ifdef TRAINLAB_WITH_CUDA
     if (config.speed.cudaGraphs && m_device.is_cuda())

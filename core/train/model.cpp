@@ -27,13 +27,17 @@ public:
         bn2 = register_module("bn2", nn::BatchNorm2d(m_out));
     }
 
-    torch::Tensor forward(const torch::Tensor &x)
+    torch::Tensor forward(const torch::Tensor &input)
     {
+        const torch::Tensor x = m_nchwInput ? input.contiguous() : input;
         // In place as d2l's `Y += X; relu(Y)`: BatchNorm's backward needs its input, not its output.
         torch::Tensor y = bn1(conv1(x)).relu_();
         y = bn2(conv2(y));
         return y.add_(conv3 ? conv3(x) : x).relu_();
     }
+
+    // From here on the net runs in NCHW (MemoryLayout::NhwcButLastStage).
+    void setNchwInput(bool on) { m_nchwInput = on; }
 
     torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
     torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
@@ -42,6 +46,7 @@ private:
     int m_in, m_out;
     bool m_use1x1;
     int m_stride;
+    bool m_nchwInput = false;
 };
 TORCH_MODULE(Residual);
 
@@ -136,13 +141,30 @@ torch::Tensor channelsLast(const torch::Tensor &t)
     return at::empty_strided(t.sizes(), strides, t.options()).copy_(t);
 }
 
-void toChannelsLast(torch::nn::Module &model)
+void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout)
 {
+    const std::string lastStage = "resnet_block4";
+    const auto inLastStage = [&](const std::string &name) { return name.compare(0, lastStage.size(), lastStage) == 0; };
     torch::NoGradGuard noGrad;
-    for (const auto &tensors : {model.parameters(), model.buffers()}) {
-        for (auto t : tensors) {
-            if (t.dim() == 4)
+    for (const auto &tensors : {model.named_parameters(), model.named_buffers()}) {
+        for (const auto &item : tensors) {
+            torch::Tensor t = item.value();
+            if (t.dim() != 4)
+                continue;
+            const bool nchw = layout == MemoryLayout::Nchw || (layout == MemoryLayout::NhwcButLastStage && inLastStage(item.key()));
+            // Explicit both ways: a checkpoint gives each tensor the strides it was saved with.
+            if (nchw && !t.is_contiguous())
+                t.set_data(t.contiguous());
+            else if (!nchw)
                 t.set_data(at::empty_strided(t.sizes(), nhwcStrides(t.sizes()), t.options()).copy_(t));
+        }
+    }
+    bool first = true;
+    for (const auto &child : model.named_children()) {
+        if (auto *residual = child.value()->as<ResidualImpl>()) {
+            const bool turn = layout == MemoryLayout::NhwcButLastStage && first && inLastStage(child.key());
+            residual->setNchwInput(turn);
+            first = first && !turn;
         }
     }
 }

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/config.h"
+
 #include <torch/nn/modules/container/sequential.h>
 
 #include <cstdint>
@@ -19,8 +21,9 @@ std::int64_t parameterCount(const torch::nn::Module &model);
 // t with NHWC strides spelled out (a 4-D tensor; others as they are). contiguous(ChannelsLast) keeps NCHW-looking
 // strides where C or H×W is 1 (the stem, the 1×1 shortcuts, the images), and convolutions then pick NCHW kernels.
 torch::Tensor channelsLast(const torch::Tensor &t);
-// Every 4-D parameter and buffer of model in NHWC strides, in place: each keeps its TensorImpl, so an optimizer's
-// state stays keyed to it.
-void toChannelsLast(torch::nn::Module &model);
+// Every 4-D parameter and buffer of model in the layout's strides, in place: each keeps its TensorImpl, so an
+// optimizer's state stays keyed to it. NhwcButLastStage keeps resnet_block4's NCHW, and its first residual turns its
+// input to NCHW (a model without that block is all NHWC).
+void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout);
 
 } // namespace trainlab
