@@ -301,7 +301,7 @@ std::string SpeedConfig::describe(const std::vector<std::string> &devices, const
     for (std::size_t i = 0; i < layouts.size(); ++i) {
         const MemoryLayout l = layouts[i].first;
         text += i == 0 ? " " : ", ";
-        text += l == MemoryLayout::Nhwc ? "on" : l == MemoryLayout::Nchw ? "off" : "on but resnet_block4";
+        text += l == MemoryLayout::Nhwc ? "on" : l == MemoryLayout::Nchw ? "off" : "on but " + std::string(kLastStageName);
         // The devices are named only where their layouts differ.
         if (layouts.size() > 1)
             text += " " + joinDevices(layouts[i].second);

@@ -47,6 +47,8 @@ struct ModelConfig
 // The strides a replica's 4-D weights and activations keep. NhwcButLastStage: NHWC up to resnet_block4, whose 4×4
 // maps run faster in oneDNN's NCHW kernels on the CPU (docs/performance.md).
 enum class MemoryLayout { Nchw, Nhwc, NhwcButLastStage };
+// The model's name for that last stage, which the log names too.
+inline constexpr const char *kLastStageName = "resnet_block4";
 
 // How the steps run, not what they compute (within float rounding): each a switch, so a user or the GPU check can
 // turn one off. Not part of what a checkpoint is bound to: a run resumes with other switches.

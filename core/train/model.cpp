@@ -76,7 +76,7 @@ torch::nn::Sequential makeResNet18(int inChannels, int numClasses)
     addResnetBlock(net, "resnet_block1", 64, 64, 2, true);
     addResnetBlock(net, "resnet_block2", 64, 128, 2, false);
     addResnetBlock(net, "resnet_block3", 128, 256, 2, false);
-    addResnetBlock(net, "resnet_block4", 256, 512, 2, false);
+    addResnetBlock(net, kLastStageName, 256, 512, 2, false);
     net->push_back("global_avg_pool", nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({1, 1})));
     net->push_back("flatten", nn::Flatten());
     net->push_back("fc", nn::Linear(512, numClasses));
@@ -143,7 +143,7 @@ torch::Tensor channelsLast(const torch::Tensor &t)
 
 void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout)
 {
-    const std::string lastStage = "resnet_block4";
+    const std::string lastStage = kLastStageName;
     const auto inLastStage = [&](const std::string &name) { return name.compare(0, lastStage.size(), lastStage) == 0; };
     torch::NoGradGuard noGrad;
     for (const auto &tensors : {model.named_parameters(), model.named_buffers()}) {
