@@ -195,6 +195,11 @@ bool SpeedConfig::warmupOn(const std::string &device) const
     return warmup == "on" || (warmup == "auto" && device.rfind("cuda", 0) == 0);
 }
 
+bool SpeedConfig::winogradOn(const std::string &device, const std::string &precision) const
+{
+    return winograd && device == "cpu" && precision == "fp32";
+}
+
 MemoryLayout SpeedConfig::layout(const std::string &device, const std::string &precision) const
 {
     if (channelsLast != "auto")
@@ -293,7 +298,8 @@ std::string joinDevices(const std::vector<std::string> &list)
 
 } // namespace
 
-std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision) const
+std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision,
+                                  const std::string &winogradMissing) const
 {
     const bool cuda = std::any_of(devices.begin(), devices.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
     const auto layouts = groupDevices<MemoryLayout>(devices, [&](const std::string &d) { return layout(d, precision); });
@@ -312,6 +318,18 @@ std::string SpeedConfig::describe(const std::vector<std::string> &devices, const
     for (const auto &[on, list] : warm) {
         if (on)
             text += warm.size() == 1 ? "; warm-up" : "; warm-up on " + joinDevices(list);
+    }
+    // Said only where a CPU device runs: the switch does nothing on a GPU.
+    if (std::find(devices.begin(), devices.end(), "cpu") != devices.end()) {
+        const std::string where = cuda ? " on cpu" : "";
+        if (!winograd)
+            text += "; LibTorch's convolutions" + where;
+        else if (!winogradOn("cpu", precision))
+            text += "; LibTorch's convolutions" + where + " (Winograd is fp32 only)";
+        else if (!winogradMissing.empty())
+            text += "; LibTorch's convolutions" + where + " (no Winograd: " + winogradMissing + ")";
+        else
+            text += "; Winograd convolutions" + where;
     }
     return text;
 }
@@ -343,7 +361,7 @@ std::string ExperimentConfig::toJson() const
         {"collective_timeout_s", collectiveTimeoutSeconds},
         {"checkpoints", checkpoints},
         {"tensorboard", tensorboard},
-        {"speed", {{"channels_last", speed.channelsLast}, {"fused_sgd", speed.fusedSgd}, {"cuda_graphs", speed.cudaGraphs}, {"warmup", speed.warmup}}},
+        {"speed", {{"channels_last", speed.channelsLast}, {"fused_sgd", speed.fusedSgd}, {"cuda_graphs", speed.cudaGraphs}, {"warmup", speed.warmup}, {"winograd", speed.winograd}}},
     };
     return j.dump(2) + "\n";
 }
@@ -421,11 +439,12 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     }
     if (const json *speed = top.object("speed")) {
         Reader r(*speed, "speed", problems, written);
-        r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs", "warmup"});
+        r.checkUnknown({"channels_last", "fused_sgd", "cuda_graphs", "warmup", "winograd"});
         r.string("channels_last", config.speed.channelsLast);
         r.string("warmup", config.speed.warmup);
         r.boolean("fused_sgd", config.speed.fusedSgd);
         r.boolean("cuda_graphs", config.speed.cudaGraphs);
+        r.boolean("winograd", config.speed.winograd);
     }
 
     throwProblems(origin, problems);

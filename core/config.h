@@ -63,13 +63,19 @@ struct SpeedConfig
     // Before epoch 1, each step shape once on zeros (cuDNN's autotune and the allocator settle there, not in epoch 1),
     // and evaluation in the training batch's shape: "auto" (on for CUDA), "on", "off". The run computes the same.
     std::string warmup = "auto";
+    // The CPU's fp32 3×3 stride-1 convolutions through oneDNN's Winograd kernels (where the build and CPU have them).
+    bool winograd = true;
 
     // The layout of a replica on device ("cpu", "cuda:1") at precision ("fp32", "bf16").
     MemoryLayout layout(const std::string &device, const std::string &precision) const;
     bool warmupOn(const std::string &device) const;
+    // Whether a replica on device at precision asks for Winograd convolutions (the CPU in fp32).
+    bool winogradOn(const std::string &device, const std::string &precision) const;
     // The path these switches give the devices, for the log and summary.json: "channels_last on cuda:0, on but
-    // resnet_block4 cpu; fused SGD; CUDA graphs; warm-up on cuda:0".
-    std::string describe(const std::vector<std::string> &devices, const std::string &precision) const;
+    // resnet_block4 cpu; fused SGD; CUDA graphs; warm-up on cuda:0; Winograd convolutions on cpu". winogradMissing:
+    // why this process has no Winograd kernels (winogradUnavailableReason()), empty where it has them.
+    std::string describe(const std::vector<std::string> &devices, const std::string &precision,
+                         const std::string &winogradMissing) const;
 };
 
 // The learning rate over the run, a function of the global step (so a resumed run follows it exactly).

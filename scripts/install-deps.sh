@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config
           qt6-base-dev qt6-charts-dev libqt6opengl6-dev qt6-svg-dev
-          libtorch-dev libgloo-dev nlohmann-json3-dev zlib1g-dev libcurl4-openssl-dev libssl-dev libstb-dev xvfb xauth
+          libtorch-dev libdnnl-dev libgloo-dev nlohmann-json3-dev zlib1g-dev libcurl4-openssl-dev libssl-dev libstb-dev xvfb xauth
           python3-protobuf python3-crc32c)
 if [ "${1:-}" = "--package" ]; then
   packages+=(dpkg-dev file desktop-file-utils appstream lintian man-db)

@@ -57,6 +57,7 @@ void tst_Config::roundTrip()
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
     c.speed.warmup = "on";
+    c.speed.winograd = false;
     c.model.init = "pytorch";
     QTemporaryDir dir;
     const std::string path = dir.filePath("c.json").toStdString();
@@ -70,6 +71,7 @@ void tst_Config::roundTrip()
     QVERIFY(!back.speed.fusedSgd);
     QVERIFY(back.speed.cudaGraphs);
     QCOMPARE(back.speed.warmup, std::string("on"));
+    QVERIFY(!back.speed.winograd);
     QVERIFY(!back.weightDecayNormAndBias);
     QCOMPARE(back.model.init, std::string("pytorch"));
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
@@ -98,15 +100,27 @@ void tst_Config::defaultsForMissingKeys()
     QCOMPARE(c.speed.warmup, std::string("auto"));
     QVERIFY(c.speed.warmupOn("cuda:1"));
     QVERIFY(!c.speed.warmupOn("cpu"));
-    QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu", "cpu"}, "fp32"),
-             "channels_last on cuda:0 cuda:1, " + cpuFp32 + " cpu; fused SGD; eager steps; warm-up on cuda:0 cuda:1");
-    QCOMPARE(c.speed.describe({"cpu"}, "fp32"), "channels_last " + cpuFp32 + "; fused SGD; eager steps");
-    QCOMPARE(c.speed.describe({"cpu", "cuda:0"}, "bf16"),
-             std::string("channels_last on but resnet_block4 cpu, on cuda:0; fused SGD; eager steps; warm-up on cuda:0"));
+    QVERIFY(c.speed.winograd);
+    QVERIFY(c.speed.winogradOn("cpu", "fp32"));
+    QVERIFY(!c.speed.winogradOn("cpu", "bf16"));
+    QVERIFY(!c.speed.winogradOn("cuda:0", "fp32"));
+    QCOMPARE(c.speed.describe({"cuda:0", "cuda:1", "cpu", "cpu"}, "fp32", ""),
+             "channels_last on cuda:0 cuda:1, " + cpuFp32 + " cpu; fused SGD; eager steps; warm-up on cuda:0 cuda:1; "
+             "Winograd convolutions on cpu");
+    QCOMPARE(c.speed.describe({"cpu"}, "fp32", ""), "channels_last " + cpuFp32 + "; fused SGD; eager steps; Winograd convolutions");
+    QCOMPARE(c.speed.describe({"cpu"}, "fp32", "no AVX-512"),
+             "channels_last " + cpuFp32 + "; fused SGD; eager steps; LibTorch's convolutions (no Winograd: no AVX-512)");
+    QCOMPARE(c.speed.describe({"cpu", "cuda:0"}, "bf16", ""),
+             std::string("channels_last on but resnet_block4 cpu, on cuda:0; fused SGD; eager steps; warm-up on cuda:0; "
+                         "LibTorch's convolutions on cpu (Winograd is fp32 only)"));
+    QCOMPARE(c.speed.describe({"cuda:0"}, "fp32", ""), std::string("channels_last on; fused SGD; eager steps; warm-up"));
     trainlab::SpeedConfig off;
     off.channelsLast = "off";
+    off.winograd = false;
     QVERIFY(off.layout("cuda:0", "bf16") == MemoryLayout::Nchw);
-    QCOMPARE(off.describe({"cuda:0", "cpu"}, "bf16"), std::string("channels_last off; fused SGD; eager steps; warm-up on cuda:0"));
+    QVERIFY(!off.winogradOn("cpu", "fp32"));
+    QCOMPARE(off.describe({"cuda:0", "cpu"}, "bf16", ""),
+             std::string("channels_last off; fused SGD; eager steps; warm-up on cuda:0; LibTorch's convolutions on cpu"));
     off.channelsLast = "on";
     QVERIFY(off.layout("cpu", "fp32") == MemoryLayout::Nhwc);
     QVERIFY(c.validate().empty());
@@ -151,6 +165,7 @@ void tst_Config::invalid_data()
     QTest::newRow("channels_last") << R"({"speed": {"channels_last": "yes"}})" << "speed.channels_last: must be \"auto\", \"on\" or \"off\", got \"yes\"";
     QTest::newRow("warmup") << R"({"speed": {"warmup": "gpu"}})" << "speed.warmup: must be \"auto\", \"on\" or \"off\", got \"gpu\"";
     QTest::newRow("fused_sgd type") << R"({"speed": {"fused_sgd": "true"}})" << "speed.fused_sgd: must be true or false, got a string \"true\"";
+    QTest::newRow("winograd type") << R"({"speed": {"winograd": 1}})" << "speed.winograd: must be true or false, got an integer 1";
     QTest::newRow("speed unknown") << R"({"speed": {"graphs": true}})" << "speed.graphs: unknown key";
     QTest::newRow("limit") << R"({"dataset": {"train_limit": -1}})" << "dataset.train_limit: must be 0 (all) or more, got -1";
     QTest::newRow("dataset folder") << R"({"dataset": {"path": "/no/such/folder"}})" << "dataset.path: no such folder, got \"/no/such/folder\"";

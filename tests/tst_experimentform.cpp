@@ -113,6 +113,7 @@ void tst_ExperimentForm::roundTrip_data()
     c.speed.warmup = "off";
     c.speed.fusedSgd = false;
     c.speed.cudaGraphs = true;
+    c.speed.winograd = false;
     c.augmentation = {true, 4, 0.3};
     QTest::newRow("every field") << c;
     QTest::newRow("fmnist-fast") << trainlab::loadPreset("fmnist-fast");

@@ -3,6 +3,8 @@
 #include "core/train/engine.h"
 #include "core/train/hugepageallocator.h"
 #include "core/train/model.h"
+#include "core/train/precision.h"
+#include "core/train/winograd.h"
 
 #include <torch/torch.h>
 
@@ -28,6 +30,10 @@ private Q_SLOTS:
     void brokenCheckpoint();
     void olderCheckpointConfigStillMatches();
     void largeTensorsOnHugePages();
+    void winogradConvolution_data();
+    void winogradConvolution();
+    void winogradDeclines();
+    void winogradInTheModel();
 };
 
 void tst_Model::parameterCount_data()
@@ -236,6 +242,112 @@ void tst_Model::largeTensorsOnHugePages()
     const torch::Tensor images = torch::ones({8, 16, 64, 64});
     const torch::Tensor out = torch::conv2d(images, torch::ones({32, 16, 3, 3}), {}, 1, 1);
     QCOMPARE(out.index({0, 0, 10, 10}).item<double>(), 16.0 * 9);
+}
+
+namespace {
+
+double relativeError(const torch::Tensor &got, const torch::Tensor &expected)
+{
+    return (got - expected).norm().item<double>() / expected.norm().item<double>();
+}
+
+} // namespace
+
+void tst_Model::winogradConvolution_data()
+{
+    QTest::addColumn<int>("batch");
+    QTest::addColumn<int>("in");
+    QTest::addColumn<int>("out");
+    QTest::addColumn<int>("size");
+    QTest::addColumn<bool>("nhwc");
+    QTest::newRow("NCHW 7x7") << 3 << 16 << 32 << 7 << false;
+    QTest::newRow("NHWC 4x4") << 5 << 32 << 16 << 4 << true;
+    QTest::newRow("NCHW 14x14, one image") << 1 << 16 << 16 << 14 << false;
+}
+
+// The output and all three gradients are conv2d's within Winograd's rounding (F(4x4, 3x3) in fp32: about 1e-6 of
+// the norm here, 1e-3 at worst), in the input's and the weight's own layouts; not bit for bit conv2d's, so the
+// Winograd kernels did run.
+void tst_Model::winogradConvolution()
+{
+    if (!trainlab::winogradAvailable())
+        QSKIP(trainlab::winogradUnavailableReason().c_str());
+    QFETCH(int, batch);
+    QFETCH(int, in);
+    QFETCH(int, out);
+    QFETCH(int, size);
+    QFETCH(bool, nhwc);
+    torch::manual_seed(3);
+    const auto format = nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+    const torch::Tensor x0 = torch::randn({batch, in, size, size}).contiguous(format);
+    const torch::Tensor w0 = (torch::randn({out, in, 3, 3}) * 0.1).contiguous(format);
+    const torch::Tensor b0 = torch::randn({out});
+    const torch::Tensor g = torch::randn({batch, out, size, size});
+    std::vector<torch::Tensor> grads[2];
+    torch::Tensor outputs[2];
+    for (int wino = 0; wino < 2; ++wino) {
+        const torch::Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_(), b = b0.clone().requires_grad_();
+        outputs[wino] = wino ? trainlab::winogradConv2d(x, w, b) : torch::conv2d(x, w, b, 1, 1);
+        QVERIFY(outputs[wino].defined());
+        outputs[wino].backward(g);
+        grads[wino] = {x.grad(), w.grad(), b.grad()};
+    }
+    QVERIFY(outputs[1].is_contiguous(format));
+    QVERIFY(grads[1][0].is_contiguous(format));
+    QVERIFY(grads[1][1].is_contiguous(format));
+    QVERIFY2(relativeError(outputs[1], outputs[0]) < 1e-4, std::to_string(relativeError(outputs[1], outputs[0])).c_str());
+    QVERIFY(!torch::equal(outputs[1], outputs[0]));
+    for (int i = 0; i < 3; ++i) {
+        const double e = relativeError(grads[1][i], grads[0][i]);
+        QVERIFY2(e < 1e-4, (std::to_string(i) + ": " + std::to_string(e)).c_str());
+    }
+}
+
+// Where the kernels do not apply, winogradConv2d says so (an undefined tensor) and the caller runs conv2d.
+void tst_Model::winogradDeclines()
+{
+    const torch::Tensor x = torch::randn({2, 16, 8, 8}), w = torch::randn({16, 16, 3, 3}), b = torch::randn({16});
+    QVERIFY(!trainlab::winogradConv2d(x.to(torch::kDouble), w.to(torch::kDouble), b.to(torch::kDouble)).defined());
+    QVERIFY(!trainlab::winogradConv2d(x, torch::randn({16, 16, 1, 1}), b).defined());
+    QVERIFY(!trainlab::winogradConv2d(x, torch::randn({16, 8, 3, 3}), b).defined());
+    QVERIFY(!trainlab::winogradConv2d(x, w, torch::Tensor()).defined());
+    trainlab::setThreadPrecision(torch::kCPU, "bf16");
+    const bool declined = !trainlab::winogradConv2d(x, w, b).defined();
+    trainlab::setThreadPrecision(torch::kCPU, "fp32");
+    QVERIFY2(declined, "under bf16 autocast the convolution is LibTorch's");
+    QCOMPARE(trainlab::winogradConv2d(x, w, b).defined(), trainlab::winogradAvailable());
+}
+
+// ResNet-18 with its residual blocks' 3×3 stride-1 convolutions on Winograd gives the same logits and gradients
+// within rounding (eval mode: train mode's BatchNorm over few images amplifies any rounding); the stem and the
+// strided convolutions stay LibTorch's.
+void tst_Model::winogradInTheModel()
+{
+    if (!trainlab::winogradAvailable())
+        QSKIP(trainlab::winogradUnavailableReason().c_str());
+    torch::manual_seed(0);
+    auto plain = trainlab::makeResNet18(1, 10);
+    torch::manual_seed(0);
+    auto wino = trainlab::makeResNet18(1, 10);
+    trainlab::setWinograd(*wino, true);
+    plain->eval();
+    wino->eval();
+    const torch::Tensor x = torch::rand({4, 1, 28, 28});
+    const torch::Tensor y = torch::randint(0, 10, {4}, torch::kInt64);
+    const torch::Tensor a = plain->forward(x), b = wino->forward(x);
+    QVERIFY2(relativeError(b, a) < 1e-3, std::to_string(relativeError(b, a)).c_str());
+    QVERIFY(!torch::equal(a, b));
+    torch::nn::functional::cross_entropy(a, y).backward();
+    torch::nn::functional::cross_entropy(b, y).backward();
+    auto expected = plain->named_parameters();
+    for (const auto &p : wino->named_parameters()) {
+        const double e = relativeError(p.value().grad(), expected[p.key()].grad());
+        // A conv's bias before BatchNorm has a gradient of rounding only.
+        if (p.value().dim() > 1)
+            QVERIFY2(e < 1e-2, (p.key() + ": " + std::to_string(e)).c_str());
+    }
+    trainlab::setWinograd(*wino, false);
+    QVERIFY(torch::equal(wino->forward(x), a));
 }
 
 QTEST_APPLESS_MAIN(tst_Model)

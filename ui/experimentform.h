@@ -107,6 +107,7 @@ private:
     QComboBox *m_speedWarmup;
     QCheckBox *m_fusedSgd;
     QCheckBox *m_cudaGraphs;
+    QCheckBox *m_winograd;
     QSpinBox *m_cpuThreads;
     QSpinBox *m_trainLimit;
     QSpinBox *m_testLimit;

@@ -13,6 +13,7 @@
 #include "core/train/precision.h"
 #include "core/train/schedule.h"
 #include "core/train/splittimer.h"
+#include "core/train/winograd.h"
 #include "core/util/hostmemory.h"
 #include "core/util/numtext.h"
 #include "core/util/testhooks.h"
@@ -366,6 +367,7 @@ void Replica::prepareLocal()
     // After the load, which gives each parameter the strides it was saved with.
     m_layout = config.speed.layout(m_deviceId, config.precision);
     toMemoryLayout(*m_model, m_layout);
+    setWinograd(*m_model, config.speed.winogradOn(m_deviceId, config.precision) && winogradAvailable());
     makeGradientBuckets();
 #ifdef TRAINLAB_WITH_CUDA
     if (config.speed.cudaGraphs && m_device.is_cuda())
@@ -1107,7 +1109,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.batchesPerEpoch = (info.trainSize + config.batchSize - 1) / config.batchSize;
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);
-    observer.onLog("speed: " + config.speed.describe(config.devices, config.precision));
+    observer.onLog("speed: " + config.speed.describe(config.devices, config.precision, winogradUnavailableReason()));
     if (std::find(config.devices.begin(), config.devices.end(), "cpu") != config.devices.end())
         observer.onLog(hostMemoryDescription());
     if (config.augmentation.any())

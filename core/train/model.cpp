@@ -1,5 +1,7 @@
 #include "core/train/model.h"
 
+#include "core/train/winograd.h"
+
 #include <torch/torch.h>
 
 namespace trainlab {
@@ -31,22 +33,35 @@ public:
     {
         const torch::Tensor x = m_nchwInput ? input.contiguous() : input;
         // In place as d2l's `Y += X; relu(Y)`: BatchNorm's backward needs its input, not its output.
-        torch::Tensor y = bn1(conv1(x)).relu_();
-        y = bn2(conv2(y));
+        torch::Tensor y = bn1(m_stride == 1 ? convolve(conv1, x) : conv1(x)).relu_();
+        y = bn2(convolve(conv2, y));
         return y.add_(conv3 ? conv3(x) : x).relu_();
     }
 
     // From here on the net runs in NCHW (MemoryLayout::NhwcButLastStage).
     void setNchwInput(bool on) { m_nchwInput = on; }
+    void setWinograd(bool on) { m_winograd = on; }
 
     torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
     torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
 
 private:
+    // A 3×3 stride-1 conv: through oneDNN's Winograd kernels where they are on and apply, else LibTorch's.
+    torch::Tensor convolve(torch::nn::Conv2d &conv, const torch::Tensor &x)
+    {
+        if (m_winograd) {
+            torch::Tensor y = winogradConv2d(x, conv->weight, conv->bias);
+            if (y.defined())
+                return y;
+        }
+        return conv(x);
+    }
+
     int m_in, m_out;
     bool m_use1x1;
     int m_stride;
     bool m_nchwInput = false;
+    bool m_winograd = false;
 };
 TORCH_MODULE(Residual);
 
@@ -166,6 +181,14 @@ void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout)
             residual->setNchwInput(turn);
             first = first && !turn;
         }
+    }
+}
+
+void setWinograd(torch::nn::Module &model, bool on)
+{
+    for (const auto &module : model.modules()) {
+        if (auto *residual = module->as<ResidualImpl>())
+            residual->setWinograd(on);
     }
 }
 

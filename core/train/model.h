@@ -25,5 +25,8 @@ torch::Tensor channelsLast(const torch::Tensor &t);
 // optimizer's state stays keyed to it. NhwcButLastStage keeps resnet_block4's NCHW, and its first residual turns its
 // input to NCHW (a model without that block is all NHWC).
 void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout);
+// The residual blocks' 3×3 stride-1 convolutions through oneDNN's Winograd kernels (fp32 on the CPU, where this
+// build and CPU have them; see winograd.h) or LibTorch's conv2d.
+void setWinograd(torch::nn::Module &model, bool on);
 
 } // namespace trainlab
