@@ -30,12 +30,11 @@ dnnl::engine &cpuEngine()
     return engine;
 }
 
-// One shape's primitives; the backward ones are made at its first backward (evaluation never needs them).
+// One shape's primitives, all three made together: where one is missing the shape runs LibTorch's conv2d.
 struct Kernels
 {
     dnnl::convolution_forward::primitive_desc forwardPd;
     dnnl::convolution_forward forward;
-    std::once_flag backwardOnce;
     dnnl::convolution_backward_data::primitive_desc dataPd;
     dnnl::convolution_backward_data backwardData;
     dnnl::convolution_backward_weights::primitive_desc weightsPd;
@@ -44,58 +43,42 @@ struct Kernels
 
 using Shape = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>; // N, C, O, H, W
 
-memory::dims dims(const Shape &s, bool output)
-{
-    return {std::get<0>(s), output ? std::get<2>(s) : std::get<1>(s), std::get<3>(s), std::get<4>(s)};
-}
-
 memory::desc anyDesc(const memory::dims &d)
 {
     return memory::desc(d, memory::data_type::f32, Tag::any);
 }
 
-const memory::dims kStride{1, 1}, kPadding{1, 1};
-
 dnnl::primitive_attr userScratchpad()
 {
     dnnl::primitive_attr attr;
-    // Scratch memory from LibTorch's allocator per call: concurrent replicas then share the primitives safely.
+    // The caller passes the scratch memory (execute()): concurrent replicas then share the primitives safely.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     return attr;
 }
 
-memory::desc weightsDesc(const Shape &s)
-{
-    return anyDesc({std::get<2>(s), std::get<1>(s), 3, 3});
-}
-
 std::shared_ptr<Kernels> makeKernels(const Shape &s)
 {
-    const auto src = anyDesc(dims(s, false)), dst = anyDesc(dims(s, true)), weights = weightsDesc(s);
-    const auto bias = anyDesc({std::get<2>(s)});
+    const auto [n, c, o, h, w] = s;
+    const auto src = anyDesc({n, c, h, w}), dst = anyDesc({n, o, h, w}), weights = anyDesc({o, c, 3, 3}), bias = anyDesc({o});
+    const memory::dims stride{1, 1}, padding{1, 1};
+    const auto algorithm = dnnl::algorithm::convolution_winograd;
+    const auto attr = userScratchpad();
     try {
-        auto kernels = std::make_shared<Kernels>();
-        const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd,
-                                                  src, weights, bias, dst, kStride, kPadding, kPadding);
-        kernels->forwardPd = dnnl::convolution_forward::primitive_desc(fwd, userScratchpad(), cpuEngine());
-        kernels->forward = dnnl::convolution_forward(kernels->forwardPd);
-        return kernels;
+        auto k = std::make_shared<Kernels>();
+        const dnnl::convolution_forward::desc fwd(dnnl::prop_kind::forward_training, algorithm, src, weights, bias, dst,
+                                                  stride, padding, padding);
+        k->forwardPd = dnnl::convolution_forward::primitive_desc(fwd, attr, cpuEngine());
+        k->forward = dnnl::convolution_forward(k->forwardPd);
+        const dnnl::convolution_backward_data::desc data(algorithm, src, weights, dst, stride, padding, padding);
+        k->dataPd = dnnl::convolution_backward_data::primitive_desc(data, attr, cpuEngine(), k->forwardPd);
+        k->backwardData = dnnl::convolution_backward_data(k->dataPd);
+        const dnnl::convolution_backward_weights::desc wd(algorithm, src, weights, bias, dst, stride, padding, padding);
+        k->weightsPd = dnnl::convolution_backward_weights::primitive_desc(wd, attr, cpuEngine(), k->forwardPd);
+        k->backwardWeights = dnnl::convolution_backward_weights(k->weightsPd);
+        return k;
     } catch (const dnnl::error &) {
         return nullptr; // no Winograd kernel for this shape or CPU
     }
-}
-
-void makeBackward(Kernels &k, const Shape &s)
-{
-    const auto src = anyDesc(dims(s, false)), dst = anyDesc(dims(s, true)), weights = weightsDesc(s);
-    const auto bias = anyDesc({std::get<2>(s)});
-    const auto algorithm = dnnl::algorithm::convolution_winograd;
-    const dnnl::convolution_backward_data::desc data(algorithm, src, weights, dst, kStride, kPadding, kPadding);
-    k.dataPd = dnnl::convolution_backward_data::primitive_desc(data, userScratchpad(), cpuEngine(), k.forwardPd);
-    k.backwardData = dnnl::convolution_backward_data(k.dataPd);
-    const dnnl::convolution_backward_weights::desc w(algorithm, src, weights, bias, dst, kStride, kPadding, kPadding);
-    k.weightsPd = dnnl::convolution_backward_weights::primitive_desc(w, userScratchpad(), cpuEngine(), k.forwardPd);
-    k.backwardWeights = dnnl::convolution_backward_weights(k.weightsPd);
 }
 
 std::shared_ptr<Kernels> kernelsFor(const Shape &s)
@@ -206,10 +189,8 @@ public:
                                                    torch::autograd::variable_list grads)
     {
         const auto v = ctx->saved_data["shape"].toIntVector();
-        const Shape shape{v[0], v[1], v[2], v[3], v[4]};
-        const auto kernels = kernelsFor(shape);
-        Kernels &k = *kernels;
-        std::call_once(k.backwardOnce, [&] { makeBackward(k, shape); });
+        const auto kernels = kernelsFor({v[0], v[1], v[2], v[3], v[4]});
+        const Kernels &k = *kernels;
         dnnl::stream stream(cpuEngine());
         const torch::Tensor weight = ctx->get_saved_variables()[0];
         const torch::Tensor w = dense(weight), g = dense(grads[0]);
