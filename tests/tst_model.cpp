@@ -266,8 +266,7 @@ void tst_Model::winogradConvolution_data()
 }
 
 // The output and all three gradients are conv2d's within Winograd's rounding (F(4x4, 3x3) in fp32: about 1e-6 of
-// the norm here, 1e-3 at worst), in the input's and the weight's own layouts; not bit for bit conv2d's, so the
-// Winograd kernels did run.
+// the norm), in the input's and the weight's own layouts; not bit for bit conv2d's, so the Winograd kernels ran.
 void tst_Model::winogradConvolution()
 {
     if (!trainlab::winogradAvailable())

@@ -182,7 +182,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_cudaGraphs->setToolTip(tr("Record each GPU's training step once and replay it; a step that cannot be recorded runs as usual"));
     m_winograd->setObjectName(QStringLiteral("winograd"));
     m_winograd->setToolTip(tr("The residual blocks' 3×3 convolutions through oneDNN's Winograd kernels: fewer multiplications, "
-                              "rounding within 1e-3; the log says when this CPU or build has none"));
+                              "rounding about 1e-6; the log says when this CPU or build has none"));
     m_problemsLabel->setObjectName(QStringLiteral("problems"));
     m_problemsLabel->setWordWrap(true);
     m_problemsLabel->setStyleSheet(QStringLiteral("color: #b71c1c;"));
