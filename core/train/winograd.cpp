@@ -197,13 +197,16 @@ public:
         const memory gradMem = wrap(g, false);
         const memory savedSrc(k.forwardPd.src_desc(), cpuEngine(), ctx->saved_data["src"].toTensor().data_ptr());
 
+        // Both backward primitives usually take the gradient in one blocked layout: reordered once then.
+        const Blocked diffDst = toLayout(stream, gradMem, g, k.weightsPd.diff_dst_desc());
         torch::Tensor gradInput;
         if (ctx->needs_input_grad(0)) {
-            const Blocked diffDst = toLayout(stream, gradMem, g, k.dataPd.diff_dst_desc());
+            const memory::desc &wanted = k.dataPd.diff_dst_desc();
+            const Blocked dataDiffDst = wanted == diffDst.mem.get_desc() ? diffDst : toLayout(stream, gradMem, g, wanted);
             const Blocked wei = toLayout(stream, wrap(w, true), w, k.dataPd.weights_desc());
             const Blocked diffSrc = allocate(k.dataPd.diff_src_desc());
             execute(stream, k.backwardData, k.dataPd.scratchpad_desc(),
-                    {{DNNL_ARG_DIFF_DST, diffDst.mem}, {DNNL_ARG_WEIGHTS, wei.mem}, {DNNL_ARG_DIFF_SRC, diffSrc.mem}});
+                    {{DNNL_ARG_DIFF_DST, dataDiffDst.mem}, {DNNL_ARG_WEIGHTS, wei.mem}, {DNNL_ARG_DIFF_SRC, diffSrc.mem}});
             const auto srcDims = k.forwardPd.src_desc().dims();
             gradInput = torch::empty(at::IntArrayRef(srcDims.data(), srcDims.size()), torch::kFloat);
             if (ctx->saved_data["nhwc"].toBool())
@@ -211,7 +214,6 @@ public:
             reorder(stream, diffSrc.mem, wrap(gradInput, false));
         }
 
-        const Blocked diffDst = toLayout(stream, gradMem, g, k.weightsPd.diff_dst_desc());
         const Blocked src = toLayout(stream, savedSrc, ctx->saved_data["src"].toTensor(), k.weightsPd.src_desc());
         const Blocked diffWeights = allocate(k.weightsPd.diff_weights_desc());
         torch::Tensor gradBias = torch::empty({w.size(0)}, torch::kFloat);
@@ -224,7 +226,6 @@ public:
         stream.wait();
         return {gradInput, gradWeight, gradBias, torch::Tensor()};
     }
-
 };
 
 bool autocastOnCpu()
