@@ -141,10 +141,11 @@ Blocked toLayout(dnnl::stream &stream, const memory &from, const torch::Tensor &
     return b;
 }
 
-torch::Tensor emptyLike(const torch::Tensor &layoutOf, at::IntArrayRef sizes)
+// An uninitialised fp32 tensor of sizes in the layout (NCHW/OIHW or NHWC/OHWI) asked for, allocated once.
+torch::Tensor emptyIn(bool nhwc, at::IntArrayRef sizes)
 {
-    return torch::empty(sizes, torch::TensorOptions().dtype(torch::kFloat))
-        .contiguous(isNhwc(layoutOf) ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
+    return torch::empty(sizes, torch::TensorOptions().dtype(torch::kFloat).memory_format(
+                                   nhwc ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous));
 }
 
 void execute(dnnl::stream &stream, const dnnl::primitive &p, const memory::desc &scratchpad,
@@ -175,7 +176,7 @@ public:
         const Blocked dst = allocate(k.forwardPd.dst_desc());
         execute(stream, k.forward, k.forwardPd.scratchpad_desc(),
                 {{DNNL_ARG_SRC, src.mem}, {DNNL_ARG_WEIGHTS, wei.mem}, {DNNL_ARG_BIAS, biasMem}, {DNNL_ARG_DST, dst.mem}});
-        torch::Tensor output = emptyLike(x, {x.size(0), w.size(0), x.size(2), x.size(3)});
+        torch::Tensor output = emptyIn(isNhwc(x), {x.size(0), w.size(0), x.size(2), x.size(3)});
         reorder(stream, dst.mem, wrap(output, false));
         stream.wait();
         ctx->saved_data["shape"] = std::vector<std::int64_t>{x.size(0), x.size(1), w.size(0), x.size(2), x.size(3)};
@@ -208,9 +209,7 @@ public:
             execute(stream, k.backwardData, k.dataPd.scratchpad_desc(),
                     {{DNNL_ARG_DIFF_DST, dataDiffDst.mem}, {DNNL_ARG_WEIGHTS, wei.mem}, {DNNL_ARG_DIFF_SRC, diffSrc.mem}});
             const auto srcDims = k.forwardPd.src_desc().dims();
-            gradInput = torch::empty(at::IntArrayRef(srcDims.data(), srcDims.size()), torch::kFloat);
-            if (ctx->saved_data["nhwc"].toBool())
-                gradInput = gradInput.contiguous(at::MemoryFormat::ChannelsLast);
+            gradInput = emptyIn(ctx->saved_data["nhwc"].toBool(), at::IntArrayRef(srcDims.data(), srcDims.size()));
             reorder(stream, diffSrc.mem, wrap(gradInput, false));
         }
 
@@ -221,7 +220,7 @@ public:
         execute(stream, k.backwardWeights, k.weightsPd.scratchpad_desc(),
                 {{DNNL_ARG_SRC, src.mem}, {DNNL_ARG_DIFF_DST, diffDst.mem}, {DNNL_ARG_DIFF_WEIGHTS, diffWeights.mem},
                  {DNNL_ARG_DIFF_BIAS, biasMem}});
-        torch::Tensor gradWeight = emptyLike(w, w.sizes());
+        torch::Tensor gradWeight = emptyIn(isNhwc(w), w.sizes());
         reorder(stream, diffWeights.mem, wrap(gradWeight, true));
         stream.wait();
         return {gradInput, gradWeight, gradBias, torch::Tensor()};
