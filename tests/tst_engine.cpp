@@ -551,6 +551,12 @@ void tst_Engine::warmUpChangesNothing()
     };
     QVERIFY2(said(b, QStringLiteral("warm-up: ") + shapes), qPrintable(shapes));
     QVERIFY(!said(a, QStringLiteral("warm-up:")));
+    // Epoch 1 carries the slowest replica's warm-up, as its log line says it; no other epoch, no cold run.
+    const double warmup = b.epochs.at(0).warmupSeconds;
+    QVERIFY(warmup > 0);
+    QVERIFY2(said(b, QStringLiteral(" in %1 s (not counted").arg(warmup, 0, 'f', 2)), qPrintable(QString::number(warmup)));
+    QCOMPARE(b.epochs.at(1).warmupSeconds, 0.0);
+    QCOMPARE(a.epochs.at(0).warmupSeconds, 0.0);
 }
 
 // Epoch 2 at a step schedule's factor 1e-12 leaves the weights where epoch 1 put them: the schedule's rate is the

@@ -30,6 +30,7 @@ private Q_SLOTS:
     void useConfigurationAsks();
     void timeToTargetColumn();
     void tooltipSummarizesDevices();
+    void recipeAndWarmup();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc);
@@ -45,7 +46,7 @@ QString tst_HistoryPanel::fakeRun(const QString &name, const QList<double> &test
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
     trainlab::RunResult result;
     for (int i = 0; i < testAcc.size(); ++i) {
-        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}};
+        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}, 0.0};
         record.commitEpoch(m, std::string());
         result.epochs.push_back(m);
     }
@@ -127,7 +128,7 @@ void tst_HistoryPanel::exportsSelectedMetrics()
     c.name = "timed";
     c.epochs = 1;
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
-    trainlab::EpochMetrics m{1, 2.0, 0.4, 0.75, 3.0, 20.0, {{0, 0.1, 2.0, 0.5, 0.2, 0.2}, {1, 0.3, 2.0, 0.3, 0.2, 0.2}}, 0.05, {}};
+    trainlab::EpochMetrics m{1, 2.0, 0.4, 0.75, 3.0, 20.0, {{0, 0.1, 2.0, 0.5, 0.2, 0.2}, {1, 0.3, 2.0, 0.3, 0.2, 0.2}}, 0.05, {}, 0.0};
     record.commitEpoch(m, std::string());
     trainlab::RunResult result;
     result.epochs.push_back(m);
@@ -215,7 +216,7 @@ void tst_HistoryPanel::timeToTargetColumn()
 
     // A refresh reads a metrics.csv again when it changed, and only then: an untouched file is not re-read.
     panel.targetBox()->setValue(0.9);
-    trainlab::EpochMetrics better{1, 1.0, 0.5, 0.95, 2.0, 10.0, {}, 0.0, {}};
+    trainlab::EpochMetrics better{1, 1.0, 0.5, 0.95, 2.0, 10.0, {}, 0.0, {}, 0.0};
     QFile rewritten(never + QStringLiteral("/metrics.csv"));
     QVERIFY(rewritten.open(QIODevice::WriteOnly));
     rewritten.write(QByteArray(trainlab::RunRecord::metricsHeader()) + '\n' + QByteArray::fromStdString(trainlab::RunRecord::metricsRow(better)));
@@ -255,6 +256,41 @@ void tst_HistoryPanel::tooltipSummarizesDevices()
              qPrintable(tip));
     const QString older = model->data(model->index(model->rowOfDir(plain), 0), Qt::ToolTipRole).toString();
     QVERIFY2(!older.contains(QStringLiteral("Devices")), qPrintable(older));
+}
+
+// The Recipe column names what a run changed from the chapter's recipe; the tooltip its warm-up before epoch 1.
+void tst_HistoryPanel::recipeAndWarmup()
+{
+    const QString plain = fakeRun(QStringLiteral("plain"), {0.5});
+    trainlab::ExperimentConfig c;
+    c.name = "tuned";
+    c.epochs = 1;
+    c.precision = "bf16";
+    c.momentum = 0.9;
+    c.schedule.kind = "cosine";
+    c.augmentation.flip = true;
+    QString tuned;
+    {
+        trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
+        tuned = QString::fromStdString(record.dir());
+        trainlab::RunResult result;
+        result.epochs.push_back({1, 1.0, 0.5, 0.6, 1.0, 10.0, {}, 0.1, {}, 2.34});
+        record.commitEpoch(result.epochs.front(), std::string());
+        result.status = trainlab::RunStatus::Completed;
+        record.finish(result);
+    }
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    auto *model = panel.model();
+    auto cell = [model](const QString &dir, int column, int role = Qt::DisplayRole) {
+        return model->data(model->index(model->rowOfDir(dir), column), role).toString();
+    };
+    QCOMPARE(model->headerData(trainlab::RunHistoryModel::Recipe, Qt::Horizontal).toString(), QStringLiteral("Recipe"));
+    QCOMPARE(cell(tuned, trainlab::RunHistoryModel::Recipe), QStringLiteral("bf16, momentum 0.9, cosine, flip"));
+    QCOMPARE(cell(plain, trainlab::RunHistoryModel::Recipe), QStringLiteral("d2l"));
+    QVERIFY2(cell(tuned, 0, Qt::ToolTipRole).contains(QStringLiteral("Warm-up before epoch 1: 2.3 s")), qPrintable(cell(tuned, 0, Qt::ToolTipRole)));
+    QVERIFY(!cell(plain, 0, Qt::ToolTipRole).contains(QStringLiteral("Warm-up")));
 }
 
 QTEST_MAIN(tst_HistoryPanel)

@@ -92,6 +92,7 @@ private Q_SLOTS:
     void deleteCheckpoints();
     void twoNodesResume();
     void cliResumeAndRuns();
+    void warmupSecondsAddUp();
 
 private:
     std::string runsDir(const char *name) { return m_dir.filePath(QString::fromLatin1(name)).toStdString(); }
@@ -459,6 +460,37 @@ void tst_Resume::cliResumeAndRuns()
     QVERIFY2(more.exitCode == 0, qPrintable(more.out + more.err));
     QVERIFY2(more.out.contains(QStringLiteral("resuming after epoch 2 of 3")) && more.out.contains(QStringLiteral("epoch 3/3")), qPrintable(more.out));
     QCOMPARE(trainlab::readMetrics(dir).size(), size_t(3));
+}
+
+// summary.json's warm-up seconds: each session's first epoch brings its own, and a resumed run adds them up.
+void tst_Resume::warmupSecondsAddUp()
+{
+    const ExperimentConfig config = tiny(3);
+    auto epoch = [](int n, double warmup) {
+        trainlab::EpochMetrics m;
+        m.epoch = n;
+        m.testAcc = 0.5;
+        m.seconds = 1.0;
+        m.warmupSeconds = warmup;
+        return m;
+    };
+    std::string dir;
+    std::vector<trainlab::EpochMetrics> done{epoch(1, 1.25), epoch(2, 0.0)};
+    {
+        trainlab::RunRecord record(runsDir("warmup"), config, {"cpu"});
+        dir = record.dir();
+        for (const auto &m : done)
+            record.commitEpoch(m, {});
+        QCOMPARE(trainlab::readRunSummary(dir).warmupSeconds, 1.25);
+        trainlab::RunResult stopped;
+        stopped.status = RunStatus::Stopped;
+        stopped.epochs = done;
+        record.finish(stopped);
+    }
+    QCOMPARE(trainlab::readRunSummary(dir).warmupSeconds, 1.25);
+    auto record = trainlab::RunRecord::reopen(dir, config, done, 2);
+    record->commitEpoch(epoch(3, 0.5), {});
+    QCOMPARE(trainlab::readRunSummary(dir).warmupSeconds, 1.75);
 }
 
 QTEST_GUILESS_MAIN(tst_Resume)

@@ -1,6 +1,8 @@
 #include "core/runs/report.h"
 #include "core/sweeps/sweep.h"
 
+#include <nlohmann/json.hpp>
+
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -49,6 +51,8 @@ class tst_Sweep : public QObject
 private Q_SLOTS:
     void timeToTarget();
     void finishedLineShowsEpochOneApart();
+    void recipeText_data();
+    void recipeText();
     void runCount_data();
     void runCount();
     void gridVariesTheLastAxisFastest();
@@ -352,9 +356,39 @@ void tst_Sweep::finishedLineShowsEpochOneApart()
     }
     r.meanEpochSeconds = 19.0;
     QCOMPARE(trainlab::finishedLines(r, "[cpu]").front(), std::string("test acc: 0.50, 19.0 sec/epoch on [cpu] (epoch 1 21.0 s, the others 18.0)"));
+    r.epochs.front().warmupSeconds = 4.06;
+    QCOMPARE(trainlab::finishedLines(r, "[cpu]").front(),
+             std::string("test acc: 0.50, 19.0 sec/epoch on [cpu] (epoch 1 21.0 s after a 4.1 s warm-up, the others 18.0)"));
     r.epochs.resize(1);
     r.meanEpochSeconds = 21.0;
     QCOMPARE(trainlab::finishedLines(r, "[cpu]").front(), std::string("test acc: 0.50, 21.0 sec/epoch on [cpu]"));
+}
+
+void tst_Sweep::recipeText_data()
+{
+    QTest::addColumn<QString>("changes");   // JSON merged over the default config
+    QTest::addColumn<QString>("recipe");
+    QTest::newRow("the chapter's") << "{}" << "d2l";
+    QTest::newRow("batch, rate, epochs are columns of their own") << R"({"batch_size": 64, "learning_rate": 0.5, "epochs": 3})" << "d2l";
+    QTest::newRow("tuned") << R"({"precision": "bf16", "model": {"init": "kaiming"}, "momentum": 0.9, "nesterov": true,
+        "weight_decay": 5e-4, "weight_decay_norm_and_bias": false, "label_smoothing": 0.1})"
+                           << "bf16, kaiming init, nesterov 0.9, wd 0.0005 (not norm/bias), smoothing 0.1";
+    QTest::newRow("step schedule, rate warm-up, augmentation, early stop")
+        << R"({"schedule": {"kind": "step", "step_epochs": 3, "step_factor": 0.5, "warmup_epochs": 1},
+              "augmentation": {"flip": true, "crop_padding": 4}, "early_stopping": {"patience": 2}})"
+        << "step ×0.5/3, lr warm-up 1, crop 4, flip, early stop 2";
+    QTest::newRow("one cycle") << R"({"schedule": {"kind": "one_cycle"}})" << "one_cycle";
+}
+
+void tst_Sweep::recipeText()
+{
+    QFETCH(QString, changes);
+    QFETCH(QString, recipe);
+    auto json = nlohmann::json::parse(trainlab::ExperimentConfig().toJson());
+    json.merge_patch(nlohmann::json::parse(changes.toStdString()));
+    const auto config = trainlab::ExperimentConfig::fromJson(json.dump());
+    QVERIFY(config.validate().empty());
+    QCOMPARE(QString::fromStdString(trainlab::recipeText(config)), recipe);
 }
 
 QTEST_GUILESS_MAIN(tst_Sweep)

@@ -145,6 +145,8 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
             tip += QLatin1Char('\n') + QString::fromStdString(s.error);
         if (!s.note.empty())
             tip += QLatin1Char('\n') + QString::fromStdString(s.note);
+        if (s.warmupSeconds > 0)
+            tip += QLatin1Char('\n') + tr("Warm-up before epoch 1: %1 s (in no epoch's time)").arg(QString::number(s.warmupSeconds, 'f', 1));
         // Read on hover only: devices.csv is a few rows per epoch, and most runs are never hovered.
         if (const auto rows = readDeviceEpochs(s.dir); !rows.empty()) {
             const int epochs = rows.back().epoch;
@@ -154,7 +156,7 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         }
         return tip;
     }
-    if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= ToTarget)
+    if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= ToTarget && index.column() != Recipe)
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole)
         return {};
@@ -178,6 +180,8 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
     case LearningRate:
         return row.hasConfig ? QVariant(QString::number(row.config.learningRate, 'g', QLocale::FloatingPointShortest))
                              : QVariant();
+    case Recipe:
+        return row.hasConfig ? QString::fromStdString(recipeText(row.config)) : QString();
     case Epochs:
         return row.hasConfig ? QStringLiteral("%1/%2").arg(s.epochsDone).arg(row.config.epochs)
                              : QString::number(s.epochsDone);
@@ -201,6 +205,10 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
 
 QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
+    if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == Recipe)
+        return tr("What the run changes from the chapter's recipe: precision, initial weights, momentum, weight decay, label "
+                  "smoothing, schedule, augmentation, early stopping (\"d2l\": fp32, the chapter's init, plain SGD, a constant "
+                  "rate, no augmentation)");
     if (orientation == Qt::Horizontal && role == Qt::ToolTipRole && section == ToTarget)
         return tr("Training seconds until the first epoch with test accuracy at or above %1, and that epoch (DAWNBench's measure)")
             .arg(QString::number(m_target, 'f', 2));
@@ -212,6 +220,7 @@ QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, i
     case Devices: return tr("Devices");
     case Batch: return tr("Batch");
     case LearningRate: return tr("LR");
+    case Recipe: return tr("Recipe");
     case Epochs: return tr("Epochs");
     case BestAcc: return tr("Best acc");
     case FinalAcc: return tr("Final acc");

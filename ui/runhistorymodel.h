@@ -19,7 +19,7 @@ class RunHistoryModel : public QAbstractTableModel
     Q_OBJECT
 
 public:
-    enum Column { Name, Date, Devices, Batch, LearningRate, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, ColumnCount };
+    enum Column { Name, Date, Devices, Batch, LearningRate, Recipe, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, ColumnCount };
     static constexpr int DirRole = Qt::UserRole;
 
     explicit RunHistoryModel(QObject *parent = nullptr);

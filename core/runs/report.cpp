@@ -63,7 +63,9 @@ std::vector<std::string> finishedLines(const RunResult &r, const std::string &de
             double others = 0.0;
             for (std::size_t i = 1; i < r.epochs.size(); ++i)
                 others += r.epochs[i].seconds;
-            line += format(" (epoch 1 %.1f s, the others %.1f)", r.epochs.front().seconds,
+            const EpochMetrics &first = r.epochs.front();
+            const std::string warmup = first.warmupSeconds > 0 ? format(" after a %.1f s warm-up", first.warmupSeconds) : "";
+            line += format(" (epoch 1 %.1f s%s, the others %.1f)", first.seconds, warmup.c_str(),
                            others / static_cast<double>(r.epochs.size() - 1));
         }
         lines.push_back(line);
@@ -86,6 +88,33 @@ std::optional<TargetReached> timeToTarget(const std::vector<EpochMetrics> &epoch
             return TargetReached{m.epoch, seconds};
     }
     return std::nullopt;
+}
+
+std::string recipeText(const ExperimentConfig &c)
+{
+    std::string text;
+    auto add = [&text](const std::string &part) { text += (text.empty() ? "" : ", ") + part; };
+    if (c.precision != "fp32")
+        add(c.precision);
+    if (c.model.init != "d2l")
+        add(c.model.init + " init");
+    if (c.momentum > 0)
+        add((c.nesterov ? "nesterov " : "momentum ") + formatGeneral(c.momentum));
+    if (c.weightDecay > 0)
+        add("wd " + formatGeneral(c.weightDecay) + (c.weightDecayNormAndBias ? "" : " (not norm/bias)"));
+    if (c.labelSmoothing > 0)
+        add("smoothing " + formatGeneral(c.labelSmoothing));
+    if (c.schedule.kind == "step")
+        add("step ×" + formatGeneral(c.schedule.stepFactor) + "/" + std::to_string(c.schedule.stepEpochs));
+    else if (c.schedule.kind != "constant")
+        add(c.schedule.kind);
+    if (c.schedule.warmupEpochs > 0 && c.schedule.kind != "one_cycle")
+        add("lr warm-up " + formatGeneral(c.schedule.warmupEpochs));
+    if (c.augmentation.any())
+        add(c.augmentation.describe());
+    if (c.earlyStopping.patience > 0)
+        add("early stop " + std::to_string(c.earlyStopping.patience));
+    return text.empty() ? "d2l" : text;
 }
 
 std::string formatTimeToTarget(const std::optional<TargetReached> &reached)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/config.h"
 #include "core/train/observer.h"
 
 #include <optional>
@@ -27,5 +28,10 @@ std::optional<TargetReached> timeToTarget(const std::vector<EpochMetrics> &epoch
 constexpr double kDefaultTargetAccuracy = 0.90;
 // "41.2 s (epoch 3)", or "-" when not reached.
 std::string formatTimeToTarget(const std::optional<TargetReached> &reached);
+
+// What a config changes in how the model learns from the chapter's recipe (fp32, the d2l init, plain SGD without
+// momentum or weight decay, a constant rate, no augmentation), shortly: "bf16, kaiming init, momentum 0.9,
+// wd 0.0005, cosine, crop 4, flip"; "d2l" when nothing. Batch size, rate and epochs are left to their own columns.
+std::string recipeText(const ExperimentConfig &config);
 
 } // namespace trainlab

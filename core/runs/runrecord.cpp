@@ -456,6 +456,7 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     m_summary.bestTestAcc = m_epochs.bestTestAcc;
     m_summary.bestEpoch = m_epochs.bestEpoch;
     m_summary.meanEpochSeconds = m_epochs.meanEpochSeconds;
+    m_summary.warmupSeconds += m.warmupSeconds;
     writeSummary();
     if (m_tensorBoard)
         tensorBoard([&] { m_tensorBoard->epoch(m); });
@@ -503,6 +504,7 @@ void RunRecord::writeSummary()
         {"best_checkpoint_epoch", s.bestCheckpointEpoch},
         {"mean_epoch_seconds", s.meanEpochSeconds},
         {"total_seconds", total},
+        {"warmup_seconds", s.warmupSeconds},
         {"devices", s.devices},
         {"trainlab_version", s.trainlabVersion},
         {"libtorch_version", s.torchVersion},
@@ -585,6 +587,7 @@ RunSummary parseRunSummary(const std::string &text, const std::string &runDir)
         s.bestCheckpointEpoch = field(j, "best_checkpoint_epoch", 0, 0, kMaxEpochs);
         s.meanEpochSeconds = number(j, "mean_epoch_seconds", 0.0, kMaxSeconds);
         s.totalSeconds = number(j, "total_seconds", 0.0, kMaxSeconds);
+        s.warmupSeconds = number(j, "warmup_seconds", 0.0, kMaxSeconds);
         s.devices = j.value("devices", std::vector<std::string>{});
         s.trainlabVersion = j.value("trainlab_version", "");
         s.torchVersion = j.value("libtorch_version", "");

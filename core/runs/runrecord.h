@@ -31,6 +31,7 @@ struct RunSummary
     int bestCheckpointEpoch = 0;  // the epoch best.pt holds; 0: none
     double meanEpochSeconds = 0.0;
     double totalSeconds = 0.0;    // wall time over every session of the run
+    double warmupSeconds = 0.0;   // the warm-ups before each session's first epoch, summed (in no epoch's seconds)
     std::vector<std::string> devices;
     std::string startTime;        // ISO 8601, UTC
     std::string endTime;

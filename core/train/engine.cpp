@@ -95,6 +95,7 @@ struct World
 
     std::mutex mutex;                        // guards the fields below
     std::vector<TimeSplit> times;            // this epoch's, one per local rank that measured it
+    double warmupSeconds = 0.0;              // the slowest local replica's warm-up
     std::vector<torch::nn::Sequential> replicas;
     RunResult result;
     std::string digest;
@@ -669,9 +670,15 @@ void Replica::warmUp()
     for (auto &buffer : m_buckets)
         buffer.zero_();
     m_model->train();
-    if (m_failure.empty())
-        log(who() + "warm-up: steps of " + shapes + " images and an evaluation batch in " + formatFixed(seconds(start), 2)
+    if (m_failure.empty()) {
+        const double took = seconds(start);
+        {
+            std::lock_guard<std::mutex> lock(m_world.mutex);
+            m_world.warmupSeconds = std::max(m_world.warmupSeconds, took);
+        }
+        log(who() + "warm-up: steps of " + shapes + " images and an evaluation batch in " + formatFixed(took, 2)
             + " s (not counted in epoch 1)");
+    }
 }
 
 void Replica::optimizerStep()
@@ -883,9 +890,12 @@ void Replica::run()
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
                 break;
-            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate, {}};
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate, {}, 0.0};
             if (m_localRank == 0) {
+                // Every local replica has warmed up by now: each took part in this epoch's all-reduces.
                 std::lock_guard<std::mutex> lock(m_world.mutex);
+                if (epoch == m_world.startEpoch + 1)
+                    m.warmupSeconds = m_world.warmupSeconds;
                 m.time.swap(m_world.times);
                 std::sort(m.time.begin(), m.time.end(), [](const TimeSplit &a, const TimeSplit &b) { return a.rank < b.rank; });
             }

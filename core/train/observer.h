@@ -54,6 +54,9 @@ struct EpochMetrics
     double learningRate = 0.0;          // at the epoch's first step; 0 where unknown (an older record)
     // This node's devices over the epoch (devices.csv), where its record samples them; empty elsewhere.
     std::vector<DeviceEpochStats> devices;
+    // The warm-up (speed.warmup) just before this epoch, the first of a session: its slowest replica on this node.
+    // In no epoch's seconds; 0 where none ran.
+    double warmupSeconds = 0.0;
 };
 
 struct RunInfo
