@@ -8,6 +8,7 @@
 #include <QElapsedTimer>
 #include <QTemporaryDir>
 #include <QValueAxis>
+#include <QLegend>
 #include <QtTest>
 
 using trainlab::AccuracyChart;
@@ -144,9 +145,13 @@ void tst_AccuracyChart::overlaysAreNamedSeries()
     QCOMPARE(chart.overlayCount(), 2);
     QVERIFY(chart.seriesNames().contains(QStringLiteral("run one")));
     QVERIFY(chart.seriesNames().contains(QStringLiteral("run two")));
+    // Overlaid runs move the legend to the side, where each name has a line of its own; without them it goes back under.
+    QCOMPARE(chart.chart()->legend()->alignment(), Qt::AlignRight);
     chart.setOverlays({{QStringLiteral("run three"), {}}});
     QCOMPARE(chart.overlayCount(), 1);
     QVERIFY(!chart.seriesNames().contains(QStringLiteral("run one")));
+    chart.setOverlays({});
+    QCOMPARE(chart.chart()->legend()->alignment(), Qt::AlignBottom);
 }
 
 void tst_AccuracyChart::trainCurvesCanBeHidden()

@@ -2,6 +2,8 @@
 #include "ui/timeview.h"
 
 #include <QImage>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -14,6 +16,7 @@ private Q_SLOTS:
     void barsPerEpochAndRank();
     void oldBarsScrollOut();
     void showsARunFromItsFolder();
+    void warmupBar();
 };
 
 namespace {
@@ -114,6 +117,40 @@ void tst_TimeView::showsARunFromItsFolder()
     QVERIFY(svg.open(QIODevice::ReadOnly) && svg.readAll().contains("<svg"));
     QVERIFY(!view.save(tmp.filePath(QStringLiteral("no/such/time.png")), &error));
     QVERIFY2(error.contains(QStringLiteral("no/such/time.png")), qPrintable(error));
+}
+
+// The warm-up before epoch 1 is a bar of its own, live and from a run's folder (summary.json's warmup_seconds).
+void tst_TimeView::warmupBar()
+{
+    trainlab::TimeView view;
+    trainlab::EpochMetrics first = epoch(1, 1);
+    first.warmupSeconds = 2.5;
+    view.addEpoch(first);
+    view.addEpoch(epoch(2, 1));
+    QCOMPARE(view.barCount(), 3);
+    QCOMPARE(view.part(5, 0), 2.5);
+    QCOMPARE(view.part(1, 0), 0.0);
+    QCOMPARE(view.part(1, 1), 1.0);   // epoch 1: compute
+    QCOMPARE(view.part(5, 1), 0.0);
+    QCOMPARE(view.chart()->legend()->markers().back()->isVisible(), true);
+    view.clear();
+    view.addEpoch(epoch(1, 1));
+    QCOMPARE(view.chart()->legend()->markers().back()->isVisible(), false);
+
+    QTemporaryDir tmp;
+    trainlab::ExperimentConfig c;
+    c.epochs = 1;
+    QString dir;
+    {
+        trainlab::RunRecord record(tmp.filePath(QStringLiteral("runs")).toStdString(), c, c.devices);
+        dir = QString::fromStdString(record.dir());
+        first.warmupSeconds = 3.25;
+        record.commitEpoch(first, std::string());
+    }
+    view.showRun(dir);
+    QCOMPARE(view.barCount(), 2);
+    QCOMPARE(view.part(5, 0), 3.25);
+    QCOMPARE(view.part(1, 1), 1.0);
 }
 
 QTEST_MAIN(tst_TimeView)

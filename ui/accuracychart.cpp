@@ -37,6 +37,9 @@ QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle 
     return series;
 }
 
+// The side legend's width in pixels: the plot keeps most of the chart; a longer name is cut, whole on hover.
+constexpr qreal kSideLegendWidth = 200;
+
 } // namespace
 
 AccuracyChart::AccuracyChart(QWidget *parent)
@@ -55,6 +58,7 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     setRenderHint(QPainter::Antialiasing);
     QChart *c = chart();
     c->legend()->setAlignment(Qt::AlignBottom);
+    c->legend()->setShowToolTips(true);   // a name still cut short shows whole on hover
     c->setMargins(QMargins(4, 4, 4, 4));
     m_axisX->setTitleText(tr("epoch"));
     m_axisX->setLabelFormat(QStringLiteral("%d"));
@@ -209,6 +213,9 @@ void AccuracyChart::setOverlays(const QVector<Overlay> &overlays)
         attach(s, m_axisAcc);
         m_overlays.append(s);
     }
+    // One row under the chart cuts the overlays' names to "war…"; a column at the side keeps them readable.
+    chart()->legend()->setAlignment(m_overlays.isEmpty() ? Qt::AlignBottom : Qt::AlignRight);
+    chart()->legend()->setMaximumWidth(m_overlays.isEmpty() ? -1 : kSideLegendWidth);   // -1: no limit
     updateRanges();
 }
 

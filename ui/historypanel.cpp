@@ -153,8 +153,9 @@ void HistoryPanel::onSelection()
     for (int row : selectedRows()) {
         const RunSummary &s = m_model->summary(row);
         AccuracyChart::Overlay overlay;
-        overlay.name = QStringLiteral("%1 (%2)").arg(QString::fromStdString(s.name),
-                                                     m_model->data(m_model->index(row, RunHistoryModel::Date)).toString());
+        // The date without its year ("12-06 20:53:00"): the legend has room for a name and a time, not more.
+        const QString date = m_model->data(m_model->index(row, RunHistoryModel::Date)).toString();
+        overlay.name = QStringLiteral("%1 (%2)").arg(QString::fromStdString(s.name), date.size() == 19 ? date.mid(5) : date);
         try {
             for (const EpochMetrics &m : readMetrics(s.dir))
                 overlay.testAcc.append(QPointF(m.epoch, m.testAcc));

@@ -12,6 +12,8 @@
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QChart>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QStackedBarSeries>
 #include <QValueAxis>
 
@@ -37,9 +39,11 @@ TimeView::TimeView(QWidget *parent)
     auto *chart = new QChart;
     // Compact, as it lives in a tab under the main chart: the legend at the side, the devices' line as title.
     chart->setMargins(QMargins(2, 2, 2, 2));
-    setToolTip(tr("Where each epoch's training time went, per rank (seconds: the host's clock on the CPU, CUDA events on a GPU)"));
-    const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other")};
-    const QList<QColor> colors = {QColor(0x9e9e9e), QColor(0x1f77b4), QColor(0xd62728), QColor(0x2ca02c), QColor(0xbcbd22)};
+    setToolTip(tr("Where each epoch's training time went, per rank (seconds: the host's clock on the CPU, CUDA events on a GPU); "
+                  "first the warm-up before epoch 1, where one ran (speed.warmup: in no epoch's time)"));
+    const QStringList names = {tr("data"), tr("compute"), tr("all-reduce"), tr("optimizer"), tr("other"), tr("warm-up")};
+    const QList<QColor> colors = {QColor(0x9e9e9e), QColor(0x1f77b4), QColor(0xd62728), QColor(0x2ca02c), QColor(0xbcbd22),
+                                  QColor(0x9467bd)};
     for (int i = 0; i < names.size(); ++i) {
         auto *set = new QBarSet(names[i]);
         set->setColor(colors[i]);
@@ -74,6 +78,11 @@ void TimeView::showRun(const QString &runDir)
         return;   // History lists the run with its problem; the view stays empty
     }
     readTiming(runDir.toStdString(), epochs);
+    try {
+        appendWarmup(readRunSummary(runDir.toStdString()).warmupSeconds);
+    } catch (const std::exception &) {
+        // an unreadable summary: the epochs' bars still show
+    }
     for (EpochMetrics &m : epochs) {
         m.devices.clear();
         append(m);
@@ -112,6 +121,7 @@ void TimeView::saveDialog()
 void TimeView::clear()
 {
     m_bars.clear();
+    m_warmups.clear();
     m_labels.clear();
     chart()->setTitle(QString());
     rebuild();
@@ -136,14 +146,26 @@ void TimeView::append(const EpochMetrics &metrics)
             parts << QString::fromStdString(formatEpochStats(d));
         chart()->setTitle(tr("Epoch %1 on this machine's devices: %2").arg(metrics.epoch).arg(parts.join(QStringLiteral(" · "))));
     }
+    appendWarmup(metrics.warmupSeconds);
     for (const TimeSplit &t : metrics.time) {
         m_bars.append(t);
+        m_warmups.append(0.0);
         m_labels << (metrics.time.size() > 1 ? tr("e%1 r%2").arg(metrics.epoch).arg(t.rank) : tr("e%1").arg(metrics.epoch));
     }
     while (m_bars.size() > kMaxBars) {
         m_bars.removeFirst();
+        m_warmups.removeFirst();
         m_labels.removeFirst();
     }
+}
+
+void TimeView::appendWarmup(double seconds)
+{
+    if (seconds <= 0)
+        return;
+    m_bars.append(TimeSplit{});
+    m_warmups.append(seconds);
+    m_labels << tr("warm-up");
 }
 
 int TimeView::barCount() const
@@ -161,14 +183,20 @@ void TimeView::rebuild()
     double top = 0;
     for (QBarSet *set : std::as_const(m_sets))
         set->remove(0, set->count());
-    for (const TimeSplit &t : std::as_const(m_bars)) {
+    for (int i = 0; i < m_bars.size(); ++i) {
+        const TimeSplit &t = m_bars[i];
         m_sets[0]->append(t.data);
         m_sets[1]->append(t.compute);
         m_sets[2]->append(t.allreduce);
         m_sets[3]->append(t.optimizer);
         m_sets[4]->append(t.other);
-        top = std::max(top, t.total());
+        m_sets[5]->append(m_warmups[i]);
+        top = std::max(top, t.total() + m_warmups[i]);
     }
+    // The warm-up's legend entry only where a bar has one: on the CPU it is off by default.
+    const bool warmed = std::any_of(m_warmups.begin(), m_warmups.end(), [](double s) { return s > 0; });
+    if (const QList<QLegendMarker *> markers = chart()->legend()->markers(m_series); markers.size() == m_sets.size())
+        markers.back()->setVisible(warmed);
     m_axisX->clear();
     m_axisX->append(m_labels.isEmpty() ? QStringList{tr("no split yet")} : m_labels);
     m_axisY->setRange(0.0, top > 0 ? top * 1.1 : 1.0);

@@ -13,7 +13,8 @@ class QValueAxis;
 namespace trainlab {
 
 // "Time": where each epoch's training time went, one stacked bar per epoch and rank (data, compute, all-reduce,
-// optimizer, other), for the run in progress or the last one. The chapter's lesson on communication: what a
+// optimizer, other), after a bar of its own for the warm-up before epoch 1 where one ran, for the run in progress
+// or the last one. The chapter's lesson on communication: what a
 // second device's all-reduce costs shows as the all-reduce part of every bar.
 class TimeView : public QChartView
 {
@@ -35,16 +36,18 @@ public:
     int barCount() const;
     // The last epoch's device figures (devices.csv's), shown above the bars; empty before one came.
     QString devicesText() const;
-    // The seconds of one part (0 data, 1 compute, 2 all-reduce, 3 optimizer, 4 other) in bar i.
+    // The seconds of one part (0 data, 1 compute, 2 all-reduce, 3 optimizer, 4 other, 5 warm-up) in bar i.
     double part(int set, int bar) const;
 
 private:
     void append(const EpochMetrics &metrics);   // without a redraw, so a whole run draws once
+    void appendWarmup(double seconds);
     void rebuild();
     void saveDialog();
 
     QString m_selectedDir;
     QVector<TimeSplit> m_bars;
+    QVector<double> m_warmups;   // per bar: a warm-up bar's seconds, 0 in an epoch's
     QStringList m_labels;
     QStackedBarSeries *m_series;
     QBarCategoryAxis *m_axisX;
