@@ -18,8 +18,10 @@
 #include "core/train/devices.h"
 #include "core/train/hugepageallocator.h"
 #include "core/train/launcher.h"
+#include "core/train/lrfinder.h"
 #include "core/train/trainer.h"
 #include "core/util/atomicfile.h"
+#include "core/util/numtext.h"
 #include "core/util/paths.h"
 #include "trainlab/version.h"
 
@@ -446,6 +448,43 @@ int exportCommand(const trainlab::CliArgs &args)
     return 0;
 }
 
+int lrFindCommand(const trainlab::CliArgs &args, const trainlab::ExperimentConfig &config, const std::string &origin)
+{
+    trainlab::LrFinderOptions options;
+    options.minLr = args.minLr.value_or(options.minLr);
+    options.maxLr = args.maxLr.value_or(options.maxLr);
+    options.steps = args.steps.value_or(options.steps);
+    if (const auto problems = trainlab::validateLrFinder(options); !problems.empty())
+        return printProblems("lr-find", problems);
+    std::printf("learning-rate range test on %s: batch %lld, %d steps from %s to %s (%s)\n", config.devices.front().c_str(),
+                static_cast<long long>(config.batchSize), options.steps, trainlab::formatGeneral(options.minLr).c_str(),
+                trainlab::formatGeneral(options.maxLr).c_str(), origin.c_str());
+    std::fflush(stdout);
+    const int every = std::max(1, options.steps / 20);
+    const auto result = trainlab::findLearningRate(config, options, g_stop, [every](const trainlab::LrFinderPoint &p) {
+        if (p.step % every == 0) {
+            std::printf("step %4d  lr %-10s  loss %.4f  smoothed %.4f\n", p.step, trainlab::formatGeneral(p.learningRate, 3).c_str(),
+                        p.loss, p.smoothed);
+            std::fflush(stdout);
+        }
+    });
+    if (!result.error.empty()) {
+        std::fprintf(stderr, "trainlab-cli: lr-find: %s\n", result.error.c_str());
+        return 1;
+    }
+    if (!args.outputPath.empty()) {
+        try {
+            trainlab::writeFileAtomic(args.outputPath, trainlab::lrFinderCsv(result));
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "trainlab-cli: lr-find: %s\n", e.what());
+            return 1;
+        }
+        std::printf("curve: %s (%zu steps)\n", args.outputPath.c_str(), result.points.size());
+    }
+    std::printf("%s\n", trainlab::lrFinderSummary(result).c_str());
+    return result.stopped ? 1 : 0;
+}
+
 } // namespace
 
 int run(int argc, char **argv)
@@ -548,6 +587,8 @@ int run(int argc, char **argv)
         return printProblems(origin, {e.what()});
     }
 
+    if (args.command == "lr-find")
+        return lrFindCommand(args, config, origin);
     ConsoleObserver observer;
     if (args.monitor)
         observer.enableMonitor();

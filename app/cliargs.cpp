@@ -102,6 +102,11 @@ const char *cliUsage()
            "                                   run every experiment of a sweep one after another, then print\n"
            "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
            "  sweep --resume SWEEP_DIR         go on with a stopped or killed sweep (<runs>/sweeps/ID)\n"
+           "  lr-find CONFIG.json | --preset NAME [--min-lr X] [--max-lr X] [--steps N] [--out CURVE.csv]\n"
+           "                                   the learning-rate range test: the loss as the rate rises step by\n"
+           "                                   step (1e-5 to 10, 100 steps) and a rate to start from; keeps no\n"
+           "                                   run (--out: the curve as CSV; also --batch-size, --devices,\n"
+           "                                   --train-limit)\n"
            "  devices                          what this machine can train on\n"
            "  presets                          the shipped presets\n"
            "  dataset download [--dir DIR] [--mirror URL]...\n"
@@ -134,7 +139,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         else if (first == "--version")
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
-                 || first == "resume" || first == "runs" || first == "sweep" || first == "evaluate"
+                 || first == "resume" || first == "runs" || first == "sweep" || first == "lr-find" || first == "evaluate"
                  || first == "classify" || first == "export")
             out.command = first;
         else
@@ -195,7 +200,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         while (i < args.size()) {
             const std::string arg = args[i++];
             if (out.command != "run" && out.command != "validate" && out.command != "resume" && out.command != "runs"
-                && out.command != "sweep")
+                && out.command != "sweep" && out.command != "lr-find")
                 throw std::invalid_argument("unexpected argument \"" + arg + "\"");
             if (arg == "--help" || arg == "-h") {
                 out.command = "help";
@@ -211,6 +216,29 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             if (out.command == "sweep" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
                 throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
+            // The range test takes the config's recipe; only what sizes the test, and its own range.
+            static const char *const finderFlags[] = {"--preset", "--batch-size", "--devices", "--train-limit",
+                                                      "--min-lr", "--max-lr", "--steps", "--out"};
+            if (out.command == "lr-find" && arg.rfind("--", 0) == 0
+                && std::find(std::begin(finderFlags), std::end(finderFlags), arg) == std::end(finderFlags))
+                throw std::invalid_argument("lr-find: unknown option \"" + arg + "\" (--preset, --batch-size, --devices, --train-limit, --min-lr, --max-lr, --steps, --out)");
+            if (out.command == "lr-find" && (arg == "--min-lr" || arg == "--max-lr")) {
+                const double v = toNumber(arg, value(arg));
+                if (!(v > 0))
+                    throw std::invalid_argument(arg + ": must be above 0, got " + args[i - 1]);
+                (arg == "--min-lr" ? out.minLr : out.maxLr) = v;
+                continue;
+            }
+            if (out.command == "lr-find" && arg == "--steps") {
+                out.steps = static_cast<int>(toInteger(arg, value(arg), 10, 100000));
+                continue;
+            }
+            if (out.command == "lr-find" && arg == "--out") {
+                out.outputPath = value(arg);
+                if (out.outputPath.empty())
+                    throw std::invalid_argument("--out: needs a file name, got \"\"");
+                continue;
+            }
             if (out.command == "runs" && arg == "--csv") {
                 out.csv = value(arg);
                 if (out.csv != "metrics" && out.csv != "devices")
@@ -289,6 +317,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         if (out.command == "sweep" && !out.resumeSweep.empty()
             && (out.dryRun || out.epochs || out.trainLimit || out.testLimit))
             throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs or limits)");
+        if (out.command == "lr-find" && out.configPath.empty() == out.preset.empty())
+            throw std::invalid_argument("lr-find: give either CONFIG.json or --preset NAME");
+        if (out.command == "lr-find" && out.minLr && out.maxLr && *out.maxLr <= *out.minLr)
+            throw std::invalid_argument("--max-lr: must be above --min-lr");
         if (out.command == "run" || out.command == "resume" || out.command == "sweep") {
             if (out.command == "run" && out.configPath.empty() == out.preset.empty())
                 throw std::invalid_argument("run: give either CONFIG.json or --preset NAME");

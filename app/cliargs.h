@@ -9,7 +9,7 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, resume, runs, sweep, evaluate, classify, export, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, sweep, lr-find, evaluate, classify, export, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
@@ -32,7 +32,9 @@ struct CliArgs
     bool json = false;            // evaluate, classify --json
     std::vector<std::string> images;  // classify IMAGE...
     std::string invert = "auto";  // classify --invert auto|yes|no
-    std::string outputPath;       // export OUT.pth
+    std::string outputPath;       // export OUT.pth; lr-find --out CURVE.csv
+    std::optional<double> minLr, maxLr;   // lr-find
+    std::optional<int> steps;     // lr-find
     std::string csv;              // runs --csv metrics|devices: every run's table on stdout
     std::string error;
 };

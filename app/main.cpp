@@ -4,6 +4,7 @@
 #include "trainlab/version.h"
 #include "ui/accuracychart.h"
 #include "ui/classifydialog.h"
+#include "ui/lrfinderdialog.h"
 #include "ui/compareview.h"
 #include "ui/evaluationview.h"
 #include "ui/experimentform.h"
@@ -34,6 +35,7 @@ struct Options
     QString compareTab;
     QStringList classify;
     bool launchCommands = false;
+    bool lrFind = false;
     bool smokeTest = false;
     int tab = 0;
 };
@@ -79,7 +81,10 @@ int parse(int argc, char **argv, Options &options)
     const QCommandLineOption launch(QStringLiteral("launch-commands"),
                                     QStringLiteral("Open Run > Launch on a Cluster for the loaded experiment (with "
                                                    "--screenshot: save a picture of it and quit)."));
-    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab, classify, launch});
+    const QCommandLineOption lrFind(QStringLiteral("lr-find"),
+                                    QStringLiteral("Open Run > Find Learning Rate for the loaded experiment and start it "
+                                                   "(with --screenshot: save a picture once it ends and quit)."));
+    parser.addOptions({preset, runsDir, smoke, screenshot, compare, compareTab, tab, classify, launch, lrFind});
     parser.process(app);
     const QStringList positional = parser.positionalArguments();
     if (positional.size() > 1) {
@@ -100,6 +105,7 @@ int parse(int argc, char **argv, Options &options)
     options.compareTab = parser.value(compareTab);
     options.classify = parser.values(classify);
     options.launchCommands = parser.isSet(launch);
+    options.lrFind = parser.isSet(lrFind);
     options.tab = QStringList({"history", "log", "time", "evaluation"}).indexOf(parser.value(tab));
     if (options.tab < 0) {
         std::fprintf(stderr, "trainlab: --tab must be history, log, time or evaluation, got \"%s\"\n", qPrintable(parser.value(tab)));
@@ -217,6 +223,26 @@ int main(int argc, char **argv)
                 QApplication::exit(ok ? 0 : 1);
             });
         }
+        return QApplication::exec();
+    }
+    if (options.lrFind) {
+        trainlab::LrFinderDialog *dialog = window.openLrFinder();
+        if (!dialog) {
+            std::fprintf(stderr, "trainlab: --lr-find: %s\n", qPrintable(window.form()->problems().join(QStringLiteral("; "))));
+            return 1;
+        }
+        dialog->show();
+        if (!options.screenshot.isEmpty()) {
+            QObject::connect(dialog, &trainlab::LrFinderDialog::finished, dialog, [dialog, &options] {
+                QTimer::singleShot(300, dialog, [dialog, &options] {
+                    const bool ok = dialog->grab().save(options.screenshot);
+                    std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
+                                 qPrintable(options.screenshot));
+                    QApplication::exit(ok ? 0 : 1);
+                });
+            });
+        }
+        dialog->start();
         return QApplication::exec();
     }
     if (!options.classify.isEmpty()) {

@@ -100,6 +100,7 @@ private Q_SLOTS:
     void badUsage_data();
     void badUsage();
     void validate();
+    void lrFind();
     void datasetVerify_data();
     void datasetVerify();
     void datasetWhere();
@@ -177,6 +178,11 @@ void tst_Cli::badUsage_data()
     QTest::newRow("node rank beyond int") << QStringList{"run", "--preset", "quick-demo", "--node-rank", "4294967296", "--lr", "0"} << "--node-rank: must be an integer from 0 to 2147483647, got \"4294967296\"";
     QTest::newRow("nnodes beyond int") << QStringList{"run", "--preset", "quick-demo", "--nnodes", "4294967297", "--lr", "0"} << "--nnodes: must be an integer from 1 to 2147483647, got \"4294967297\"";
     QTest::newRow("port beyond int") << QStringList{"run", "--preset", "quick-demo", "--master-port", "4294967297", "--lr", "0"} << "--master-port: must be an integer from 1 to 65535, got \"4294967297\"";
+    QTest::newRow("lr-find run flag") << QStringList{"lr-find", "--preset", "quick-demo", "--lr", "0.1"} << "lr-find: unknown option \"--lr\"";
+    QTest::newRow("lr-find no config") << QStringList{"lr-find", "--steps", "20"} << "lr-find: give either CONFIG.json or --preset NAME";
+    QTest::newRow("lr-find few steps") << QStringList{"lr-find", "--preset", "quick-demo", "--steps", "5"} << "--steps: must be an integer from 10 to 100000, got \"5\"";
+    QTest::newRow("lr-find zero rate") << QStringList{"lr-find", "--preset", "quick-demo", "--min-lr", "0"} << "--min-lr: must be above 0, got 0";
+    QTest::newRow("lr-find range") << QStringList{"lr-find", "--preset", "quick-demo", "--min-lr", "1", "--max-lr", "0.1"} << "--max-lr: must be above --min-lr";
     QTest::newRow("port above 65535") << QStringList{"run", "--preset", "quick-demo", "--master-port", "65536"} << "--master-port: must be an integer from 1 to 65535, got \"65536\"";
 }
 
@@ -220,6 +226,34 @@ void tst_Cli::validate()
     QCOMPARE(o.exitCode, 2);
     const QString good = writeConfig(QStringLiteral("good.json"), R"({"name": "ok"})");
     QCOMPARE(cli({QStringLiteral("validate"), good}).exitCode, 0);
+}
+
+// The range test from the command line: its steps, a suggestion, the curve as CSV; no run folder.
+void tst_Cli::lrFind()
+{
+#ifdef TRAINLAB_SANITIZED
+    QSKIP("the range test itself runs under ASan in tst_engine; its command line in the main build");
+#endif
+    const QString curve = m_dir.filePath(QStringLiteral("curve.csv"));
+    const QString runs = m_dir.filePath(QStringLiteral("lr-find-runs"));
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("TRAINLAB_RUNS_DIR"), runs);
+    const Outcome o = finish(start({QStringLiteral("lr-find"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
+                                    QStringLiteral("--train-limit"), QStringLiteral("48"), QStringLiteral("--batch-size"),
+                                    QStringLiteral("16"), QStringLiteral("--steps"), QStringLiteral("12"), QStringLiteral("--out"), curve},
+                                   env));
+    QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
+    QVERIFY2(o.out.contains(QStringLiteral("learning-rate range test on cpu: batch 16, 12 steps from 1e-05 to 10")), qPrintable(o.out));
+    QVERIFY2(o.out.contains(QStringLiteral("suggested learning rate")) || o.out.contains(QStringLiteral("no suggestion")), qPrintable(o.out));
+    const QRegularExpressionMatch steps = QRegularExpression(QStringLiteral("curve: .* \\((\\d+) steps\\)")).match(o.out);
+    QVERIFY2(steps.hasMatch(), qPrintable(o.out));
+    QFile file(curve);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = file.readAll().trimmed().split('\n');
+    QCOMPARE(lines.front(), QByteArray("step,learning_rate,loss,smoothed_loss"));
+    QCOMPARE(lines.size() - 1, steps.captured(1).toInt());
+    QVERIFY(lines.at(1).startsWith("1,1e-05,"));
+    QVERIFY(!QDir(runs).exists());
 }
 
 void tst_Cli::datasetVerify_data()

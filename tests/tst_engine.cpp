@@ -1,4 +1,5 @@
 #include "core/train/engine.h"
+#include "core/train/lrfinder.h"
 #include "core/train/model.h"
 #include "core/train/winograd.h"
 #include "core/train/precision.h"
@@ -169,6 +170,9 @@ private Q_SLOTS:
     void memoryLayouts();
     void winogradRun();
     void scheduleReachesTheOptimizer();
+    void lrFinderRuns();
+    void lrFinderSuggestion_data();
+    void lrFinderSuggestion();
 };
 
 namespace {
@@ -680,6 +684,78 @@ void tst_Engine::winogradRun()
     // A 1.7 % spread from channels_last alone; Winograd's rounding (1e-6 where LibTorch's is 2e-7) spreads further.
     const double diff = maxRelativeDifference(*plain.replicas[0], *wino.replicas[0]);
     QVERIFY2(diff < 0.3, std::to_string(diff).c_str());
+}
+
+// The range test: geometric rates from min to max, the loss smoothed with bias correction, a stop, a divergence,
+// bad options named.
+void tst_Engine::lrFinderRuns()
+{
+    trainlab::ExperimentConfig c;
+    c.dataset.trainLimit = 30;
+    c.dataset.testLimit = 10;
+    c.batchSize = 8;
+    c.cpuThreads = 2;
+    trainlab::LrFinderOptions o;
+    o.minLr = 1e-4;
+    o.maxLr = 1e-2;
+    o.steps = 10;
+    trainlab::StopFlag stop{false};
+    int reported = 0;
+    const auto r = trainlab::findLearningRate(c, o, stop, [&](const trainlab::LrFinderPoint &) { ++reported; });
+    QVERIFY2(r.error.empty(), r.error.c_str());
+    QCOMPARE(r.points.size(), size_t(10));
+    QCOMPARE(reported, 10);
+    QVERIFY(!r.diverged && !r.stopped);
+    QCOMPARE(r.points.front().learningRate, 1e-4);
+    QVERIFY(std::abs(r.points.back().learningRate - 1e-2) < 1e-12);
+    QVERIFY(std::abs(r.points[5].learningRate / r.points[4].learningRate - std::pow(100.0, 1.0 / 9)) < 1e-9);
+    QCOMPARE(r.points[0].smoothed, r.points[0].loss);
+    const double second = (0.98 * 0.02 * r.points[0].loss + 0.02 * r.points[1].loss) / (1 - 0.98 * 0.98);
+    QVERIFY(std::abs(r.points[1].smoothed - second) < 1e-9);
+    QVERIFY(r.points[0].loss > 1.5 && r.points[0].loss < 3.5);   // ln 10 = 2.3 for an untrained 10-class model
+    QVERIFY(trainlab::lrFinderCsv(r).rfind("step,learning_rate,loss,smoothed_loss\n1,0.0001,", 0) == 0);
+
+    // Rates up to 1e6 blow the loss up well before the last step.
+    o.maxLr = 1e6;
+    o.steps = 20;
+    const auto blown = trainlab::findLearningRate(c, o, stop);
+    QVERIFY2(blown.error.empty(), blown.error.c_str());
+    QVERIFY(blown.diverged);
+    QVERIFY2(blown.points.size() < 16, std::to_string(blown.points.size()).c_str());
+
+    stop = true;
+    const auto stopped = trainlab::findLearningRate(c, o, stop);
+    QVERIFY(stopped.stopped && stopped.points.empty() && stopped.error.empty());
+
+    o.steps = 3;
+    o.minLr = 0;
+    const auto bad = trainlab::findLearningRate(c, o, stop);
+    QVERIFY2(bad.error.find("min_lr: must be a number above 0, got 0") != std::string::npos, bad.error.c_str());
+    QVERIFY2(bad.error.find("steps: must be from 10 to 100000, got 3") != std::string::npos, bad.error.c_str());
+}
+
+void tst_Engine::lrFinderSuggestion_data()
+{
+    QTest::addColumn<QVector<double>>("smoothed");   // at rates 1e-5, 1e-4, ...
+    QTest::addColumn<double>("lowest");
+    QTest::addColumn<double>("suggested");
+    QTest::newRow("falls then rises") << QVector<double>{2.3, 2.3, 2.2, 2.0, 1.5, 1.0, 0.8, 1.2, 2.0, 5.0} << 10.0 << 1.0;
+    QTest::newRow("lowest at the last rate") << QVector<double>{2.3, 2.2, 2.1, 2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 1.3} << 1e4 << 1e3;
+    QTest::newRow("only rises") << QVector<double>{1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9} << 1e-5 << 0.0;
+    QTest::newRow("too few steps") << QVector<double>{2.3, 2.0, 1.0, 3.0} << 0.0 << 0.0;
+}
+
+void tst_Engine::lrFinderSuggestion()
+{
+    QFETCH(QVector<double>, smoothed);
+    QFETCH(double, lowest);
+    QFETCH(double, suggested);
+    trainlab::LrFinderResult r;
+    for (int i = 0; i < smoothed.size(); ++i)
+        r.points.push_back({i + 1, 1e-5 * std::pow(10.0, i), smoothed[i], smoothed[i]});
+    trainlab::suggestLearningRate(r);
+    QVERIFY2(std::abs(r.lowestLossLr - lowest) <= 1e-9 * lowest, std::to_string(r.lowestLossLr).c_str());
+    QVERIFY2(std::abs(r.suggestedLr - suggested) <= 1e-9 * suggested, std::to_string(r.suggestedLr).c_str());
 }
 
 QTEST_GUILESS_MAIN(tst_Engine)

@@ -2,6 +2,7 @@
 #include "core/runs/runrecord.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentform.h"
+#include "ui/lrfinderdialog.h"
 #include "ui/mainwindow.h"
 #include "ui/runhistorymodel.h"
 #include "ui/timeview.h"
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 using trainlab::ExperimentConfig;
+using trainlab::LrFinderDialog;
 using trainlab::MainWindow;
 using trainlab::RunHistoryModel;
 
@@ -204,8 +206,16 @@ void tst_MainWindow::invalidBatchSizeDisablesStart()
     QVERIFY(window.isWindowModified());
     QTest::mouseClick(start, Qt::LeftButton);
     QVERIFY(!window.isRunning());
+    QVERIFY(!window.openLrFinder());   // Find Learning Rate takes a valid experiment too
     retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("64"));
     QVERIFY(start->isEnabled());
+    // Its "Use" puts the suggested rate into the form, as if typed.
+    LrFinderDialog *finder = window.openLrFinder();
+    QVERIFY(finder);
+    Q_EMIT finder->learningRateChosen(0.0123);
+    QCOMPARE(child<QLineEdit>(window, "learningRate")->text(), QStringLiteral("0.0123"));
+    QCOMPARE(window.form()->config().learningRate, 0.0123);
+    finder->close();
 }
 
 void tst_MainWindow::shortRunGrowsTheChartAndHistory()
@@ -280,6 +290,7 @@ void tst_MainWindow::stopEndsTheRunAsStopped()
     QTRY_VERIFY_WITH_TIMEOUT(bar->value() >= 1 && bar->maximum() == 20, 60000);
     auto *stop = child<QPushButton>(window, "stopButton");
     QVERIFY(stop->isEnabled());
+    QVERIFY(!window.openLrFinder());   // the range test would share the run's devices
     QElapsedTimer clock;
     clock.start();
     QTest::mouseClick(stop, Qt::LeftButton);

@@ -342,6 +342,11 @@ void ExperimentForm::buildDevices(const std::vector<std::string> &configured)
     }
 }
 
+void ExperimentForm::setLearningRate(double learningRate)
+{
+    m_learningRate->setText(shortest(learningRate));
+}
+
 void ExperimentForm::setConfig(const ExperimentConfig &config)
 {
     m_loading = true;

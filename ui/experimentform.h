@@ -33,6 +33,8 @@ public:
     // Keys the form has no field for (model, timeout) are kept as given.
     void setConfig(const ExperimentConfig &config);
     ExperimentConfig config() const;
+    // As if typed into the field: the experiment is marked changed.
+    void setLearningRate(double learningRate);
     SchedulePreview *schedulePreview() const { return m_schedulePreview; }
     AugmentPreview *augmentPreview() const { return m_augmentPreview; }
     // Text that does not parse, then the core's validate(); each "key: what is wrong, got value".

@@ -12,6 +12,7 @@
 #include "ui/experimentform.h"
 #include "ui/historypanel.h"
 #include "ui/launchdialog.h"
+#include "ui/lrfinderdialog.h"
 #include "ui/queuepanel.h"
 #include "ui/resumeactions.h"
 #include "ui/runpanel.h"
@@ -196,6 +197,10 @@ void MainWindow::buildMenus()
     run->addAction(m_resumeActions->continueAction());
     run->addSeparator();
     run->addAction(tr("&Launch on a Cluster…"), this, [this] { openLaunchDialog()->show(); });
+    run->addAction(tr("Find &Learning Rate…"), this, [this] {
+        if (LrFinderDialog *dialog = openLrFinder())
+            dialog->show();
+    });
 
     QMenu *queue = menuBar()->addMenu(tr("&Queue"));
     queue->addAction(tr("Add &Current Experiment"), this, &MainWindow::addCurrentToQueue);
@@ -292,6 +297,19 @@ void MainWindow::updateActions()
     m_runPanel->setEnabled(canStart, canStop);
     m_historyPanel->updateActions();
     m_resumeActions->update(m_historyPanel->selectedRuns(), running);
+}
+
+LrFinderDialog *MainWindow::openLrFinder()
+{
+    if (isRunning() || !m_form->isValid()) {
+        statusBar()->showMessage(isRunning() ? tr("Find Learning Rate trains on the run's devices: stop the run first")
+                                             : tr("Find Learning Rate: the form has problems (listed under it)"), 8000);
+        return nullptr;
+    }
+    auto *dialog = new LrFinderDialog(m_form->config(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &LrFinderDialog::learningRateChosen, m_form, &ExperimentForm::setLearningRate);
+    return dialog;
 }
 
 LaunchDialog *MainWindow::openLaunchDialog()

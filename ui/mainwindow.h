@@ -21,6 +21,7 @@ class ExperimentFile;
 class ExperimentForm;
 class HistoryPanel;
 class LaunchDialog;
+class LrFinderDialog;
 class QueuePanel;
 class ResumeActions;
 class RunHistoryModel;
@@ -51,6 +52,9 @@ public:
     bool isModified() const { return m_file->isModified(); }
     // Run > Launch on a Cluster…: the current experiment's torchrun and Slurm command lines (deleted on close).
     LaunchDialog *openLaunchDialog();
+    // Run > Find Learning Rate…: the range test on the form's experiment (deleted on close); null while a run trains
+    // (the test would share its devices) or while the form has problems.
+    LrFinderDialog *openLrFinder();
     bool isRunning() const;
     QString currentFile() const { return m_file->currentFile(); }
     QString runsDir() const;

@@ -1,0 +1,76 @@
+#pragma once
+
+#include "core/config.h"
+#include "core/train/lrfinder.h"
+
+#include <QDialog>
+#include <QTimer>
+#include <QVector>
+
+#include <memory>
+
+class QLabel;
+class QLineEdit;
+class QLineSeries;
+class QLogValueAxis;
+class QPushButton;
+class QScatterSeries;
+class QSpinBox;
+class QThread;
+class QValueAxis;
+
+namespace trainlab {
+
+// "Find Learning Rate": the range test (core/train/lrfinder.h) on the form's experiment, on a worker thread, its
+// loss against the rate drawn as it comes; "Use" hands the suggested rate back to the form.
+class LrFinderDialog : public QDialog
+{
+    Q_OBJECT
+
+public:
+    explicit LrFinderDialog(const ExperimentConfig &config, QWidget *parent = nullptr);
+    ~LrFinderDialog() override;
+
+    void start();
+    void stop();
+    bool isRunning() const { return m_thread != nullptr; }
+    int pointCount() const;
+    double suggestedLearningRate() const { return m_result.suggestedLr; }
+    QString statusText() const;
+
+Q_SIGNALS:
+    void learningRateChosen(double learningRate);
+    void finished();
+
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
+private:
+    void validate();
+    void flush();
+    void done(const LrFinderResult &result);
+    void joinThread();
+
+    ExperimentConfig m_config;
+    QLineEdit *m_minLr;
+    QLineEdit *m_maxLr;
+    QSpinBox *m_steps;
+    QPushButton *m_startStop;
+    QPushButton *m_use;
+    QLabel *m_status;
+    QLineSeries *m_loss;
+    QLineSeries *m_smoothed;
+    QScatterSeries *m_suggested;
+    QLogValueAxis *m_axisX;
+    QValueAxis *m_axisY;
+    LrFinderOptions m_options;
+    LrFinderResult m_result;
+    QVector<LrFinderPoint> m_pending;
+    QTimer m_flushTimer;
+    std::shared_ptr<StopFlag> m_stop;
+    QThread *m_thread = nullptr;
+    bool m_deleteWhenDone = false;
+    double m_lossTop = 0.0;
+};
+
+} // namespace trainlab
