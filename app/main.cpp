@@ -125,6 +125,16 @@ bool hasDisplay()
            || !qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM");
 }
 
+// After delayMs (the layout and the charts settle), saves widget's picture to path and quits, 0 when written.
+void saveScreenshotLater(QWidget *widget, const QString &path, int delayMs)
+{
+    QTimer::singleShot(delayMs, widget, [widget, path] {
+        const bool ok = widget->grab().save(path);
+        std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write", qPrintable(path));
+        QApplication::exit(ok ? 0 : 1);
+    });
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -202,27 +212,15 @@ int main(int argc, char **argv)
         }
         const QStringList tabs = {"epochs", "lr", "scaling", "table"};
         window.compareView()->setCurrentTab(static_cast<trainlab::CompareView::Tab>(tabs.indexOf(options.compareTab)));
-        if (!options.screenshot.isEmpty()) {
-            QTimer::singleShot(800, &window, [&window, &options] {
-                const bool ok = window.compareView()->grab().save(options.screenshot);
-                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
-                             qPrintable(options.screenshot));
-                QApplication::exit(ok ? 0 : 1);
-            });
-        }
+        if (!options.screenshot.isEmpty())
+            saveScreenshotLater(window.compareView(), options.screenshot, 800);
         return QApplication::exec();
     }
     if (options.launchCommands) {
         trainlab::LaunchDialog *dialog = window.openLaunchDialog();
         dialog->show();
-        if (!options.screenshot.isEmpty()) {
-            QTimer::singleShot(500, dialog, [dialog, &options] {
-                const bool ok = dialog->grab().save(options.screenshot);
-                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
-                             qPrintable(options.screenshot));
-                QApplication::exit(ok ? 0 : 1);
-            });
-        }
+        if (!options.screenshot.isEmpty())
+            saveScreenshotLater(dialog, options.screenshot, 500);
         return QApplication::exec();
     }
     if (options.lrFind) {
@@ -234,12 +232,7 @@ int main(int argc, char **argv)
         dialog->show();
         if (!options.screenshot.isEmpty()) {
             QObject::connect(dialog, &trainlab::LrFinderDialog::finished, dialog, [dialog, &options] {
-                QTimer::singleShot(300, dialog, [dialog, &options] {
-                    const bool ok = dialog->grab().save(options.screenshot);
-                    std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
-                                 qPrintable(options.screenshot));
-                    QApplication::exit(ok ? 0 : 1);
-                });
+                saveScreenshotLater(dialog, options.screenshot, 300);
             });
         }
         dialog->start();
@@ -257,12 +250,7 @@ int main(int argc, char **argv)
         dialog->show();
         if (!options.screenshot.isEmpty()) {
             QObject::connect(dialog, &trainlab::ClassifyDialog::classified, dialog, [dialog, &options] {
-                QTimer::singleShot(300, dialog, [dialog, &options] {
-                    const bool ok = dialog->grab().save(options.screenshot);
-                    std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
-                                 qPrintable(options.screenshot));
-                    QApplication::exit(ok ? 0 : 1);
-                });
+                saveScreenshotLater(dialog, options.screenshot, 300);
             });
         }
         dialog->classify(options.classify);
@@ -285,12 +273,7 @@ int main(int argc, char **argv)
             }
             window.history()->selectionModel()->select(earlier, QItemSelectionModel::ClearAndSelect);
             // Let the overlays and the layout settle before the picture.
-            QTimer::singleShot(300, &window, [&window, &options] {
-                const bool ok = window.grab().save(options.screenshot);
-                std::fprintf(ok ? stdout : stderr, "%s %s\n", ok ? "screenshot saved to" : "cannot write",
-                             qPrintable(options.screenshot));
-                QApplication::exit(ok ? 0 : 1);
-            });
+            saveScreenshotLater(&window, options.screenshot, 300);
         });
         QTimer::singleShot(500, &window, &trainlab::MainWindow::startRun);
     }
