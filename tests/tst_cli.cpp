@@ -239,11 +239,11 @@ void tst_Cli::lrFind()
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("TRAINLAB_RUNS_DIR"), runs);
     const Outcome o = finish(start({QStringLiteral("lr-find"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
-                                    QStringLiteral("--train-limit"), QStringLiteral("48"), QStringLiteral("--batch-size"),
-                                    QStringLiteral("16"), QStringLiteral("--steps"), QStringLiteral("12"), QStringLiteral("--out"), curve},
+                                    QStringLiteral("--train-limit"), QStringLiteral("24"), QStringLiteral("--batch-size"),
+                                    QStringLiteral("8"), QStringLiteral("--steps"), QStringLiteral("10"), QStringLiteral("--out"), curve},
                                    env));
     QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
-    QVERIFY2(o.out.contains(QStringLiteral("learning-rate range test on cpu: batch 16, 12 steps from 1e-05 to 10")), qPrintable(o.out));
+    QVERIFY2(o.out.contains(QStringLiteral("learning-rate range test on cpu: batch 8, 10 steps from 1e-05 to 10")), qPrintable(o.out));
     QVERIFY2(o.out.contains(QStringLiteral("suggested learning rate")) || o.out.contains(QStringLiteral("no suggestion")), qPrintable(o.out));
     const QRegularExpressionMatch steps = QRegularExpression(QStringLiteral("curve: .* \\((\\d+) steps\\)")).match(o.out);
     QVERIFY2(steps.hasMatch(), qPrintable(o.out));
