@@ -26,12 +26,15 @@
 #include "trainlab/version.h"
 
 #include <csignal>
+#include <iterator>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -177,7 +180,20 @@ int runsCommand(const trainlab::CliArgs &args)
         std::printf("no runs in %s\n", dir.c_str());
         return 0;
     }
-    std::printf("%-44s %-12s %-9s %-8s %-18s %s\n", "RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "NOTE");
+    // Padded columns; a row without a note ends at its recipe, not in blanks.
+    const auto printRow = [](const std::vector<std::string> &cells) {
+        static const std::size_t widths[] = {44, 12, 9, 8, 18, 8, 6, 24};
+        std::string line;
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            line += cells[i];
+            if (i < std::size(widths))
+                line += std::string(cells[i].size() < widths[i] ? widths[i] + 1 - cells[i].size() : 1, ' ');
+        }
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
+        std::printf("%s\n", line.c_str());
+    };
+    printRow({"RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "LR", "BATCH", "RECIPE", "NOTE"});
     for (const auto &r : runs) {
         const std::string name = std::filesystem::path(r.dir).filename().string();
         const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
@@ -199,8 +215,19 @@ int runsCommand(const trainlab::CliArgs &args)
                 // metrics.csv unreadable: the run's own line says enough
             }
         }
-        std::printf("%-44s %-12s %-9s %-8s %-18s %s\n", name.c_str(), r.status.c_str(), epochs.c_str(), best, toTarget.c_str(),
-                    note.c_str());
+        // What was trained, from the run's own config.json ("-" where it cannot be read).
+        std::string lr = "-", batch = "-", recipe = "-";
+        if (r.status != "unreadable") {
+            try {
+                const auto config = trainlab::ExperimentConfig::load(r.dir + "/config.json");
+                lr = trainlab::formatGeneral(config.learningRate, 4);
+                batch = std::to_string(config.batchSize);
+                recipe = trainlab::recipeText(config);
+            } catch (const std::exception &) {
+                // History and resume name the problem; the table stays readable
+            }
+        }
+        printRow({name, r.status, epochs, best, toTarget, lr, batch, recipe, note});
     }
     return 0;
 }

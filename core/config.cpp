@@ -73,6 +73,14 @@ const std::vector<std::string> &scheduleKinds()
     return list;
 }
 
+std::string ExperimentConfig::problemsText(const std::vector<std::string> &problems)
+{
+    std::string text = "invalid configuration:";
+    for (const auto &p : problems)
+        text += "\n  " + p;
+    return text;
+}
+
 std::vector<std::string> ExperimentConfig::validate() const
 {
     std::vector<std::string> problems;

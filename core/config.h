@@ -147,6 +147,8 @@ struct ExperimentConfig
 
     // Every problem at once, each "key.path: what is wrong, got value"; empty when valid.
     std::vector<std::string> validate() const;
+    // validate()'s problems as one error: "invalid configuration:" and a line for each.
+    static std::string problemsText(const std::vector<std::string> &problems);
 
     std::string toJson() const;
     // Throws ConfigError listing every structural problem (unknown or repeated key, wrong type, nesting over 64 levels, a number its field cannot hold).

@@ -751,7 +751,7 @@ void tst_Cli::monitorLinePerEpoch()
 {
     SKIP_WHEN_SANITIZED();
     const QString config = writeConfig(QStringLiteral("monitor.json"), R"({"name": "monitor", "devices": ["cpu"],
-        "dataset": {"train_limit": 32, "test_limit": 16}, "batch_size": 16, "epochs": 2, "cpu_threads": 1})");
+        "dataset": {"train_limit": 32, "test_limit": 16}, "batch_size": 16, "epochs": 2, "cpu_threads": 1, "momentum": 0.9})");
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("TRAINLAB_NVML_LIBRARY"), QStringLiteral(TRAINLAB_FAKE_NVML));
     QStringList args = tinyRun(config);
@@ -786,6 +786,16 @@ void tst_Cli::monitorLinePerEpoch()
     const QStringList mine = lines.filter(QStringLiteral(",\"monitor\","));
     QCOMPARE(mine.size(), 2);
     QVERIFY2(mine[1].contains(QStringLiteral(",\"monitor\",2,")) && mine[1].endsWith(QStringLiteral(",1")), qPrintable(mine[1]));
+    // The plain table: each run's rate, batch and recipe come from its own config.json.
+    const Outcome table = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs});
+    QVERIFY2(table.exitCode == 0, qPrintable(table.err));
+    QVERIFY(table.out.startsWith(QStringLiteral("RUN ")));
+    const QStringList monitorRows = table.out.split('\n').filter(QStringLiteral("-monitor "));
+    QCOMPARE(monitorRows.size(), 1);
+    const QStringList fields = monitorRows[0].split(' ', Qt::SkipEmptyParts);   // RUN STATUS EPOCHS BEST TO-0.90 LR BATCH
+    QCOMPARE(fields.mid(1, 2), QStringList({"completed", "2/2"}));
+    QCOMPARE(fields.mid(5, 2), QStringList({"0.1", "16"}));
+    QVERIFY2(monitorRows[0].contains(QStringLiteral(" momentum 0.9 ")), qPrintable(monitorRows[0]));
     const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
     QCOMPARE(plain.exitCode, 2);
     QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));

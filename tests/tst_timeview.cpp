@@ -1,6 +1,7 @@
 #include "core/runs/runrecord.h"
 #include "ui/timeview.h"
 
+#include <QBarCategoryAxis>
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
@@ -133,6 +134,15 @@ void tst_TimeView::warmupBar()
     QCOMPARE(view.part(1, 1), 1.0);   // epoch 1: compute
     QCOMPARE(view.part(5, 1), 0.0);
     QCOMPARE(view.chart()->legend()->markers().back()->isVisible(), true);
+    // A resumed session warms up again: its bar keeps a name of its own (the axis drops repeated ones).
+    trainlab::EpochMetrics resumed = epoch(3, 1);
+    resumed.warmupSeconds = 1.5;
+    view.addEpoch(resumed);
+    QCOMPARE(view.barCount(), 5);
+    QCOMPARE(view.part(5, 3), 1.5);
+    auto *axis = qobject_cast<QBarCategoryAxis *>(view.chart()->axes(Qt::Horizontal).value(0));
+    QVERIFY(axis);
+    QCOMPARE(axis->categories(), QStringList({"warm-up", "e1", "e2", "warm-up e3", "e3"}));
     view.clear();
     view.addEpoch(epoch(1, 1));
     QCOMPARE(view.chart()->legend()->markers().back()->isVisible(), false);

@@ -175,7 +175,7 @@ void LrFinderDialog::start()
     m_loss->clear();
     m_smoothed->clear();
     m_suggested->clear();
-    m_lossTop = 0.0;
+    m_lossTop = m_lossLow = 0.0;
     m_axisX->setRange(m_options.minLr, m_options.maxLr);
     m_axisY->setRange(0.0, 1.0);
     m_use->setEnabled(false);
@@ -226,24 +226,21 @@ void LrFinderDialog::flush()
 {
     if (m_pending.isEmpty())
         return;
-    QList<QPointF> loss = m_loss->points(), smoothed = m_smoothed->points();
+    // Only the new points: a test may have up to 100,000 steps.
+    QList<QPointF> loss, smoothed;
     for (const LrFinderPoint &p : std::as_const(m_pending)) {
         // The first losses set the scale: a diverging step's loss would flatten the rest.
         if (m_lossTop == 0.0)
-            m_lossTop = p.smoothed * 1.4;
+            m_lossTop = m_lossLow = p.smoothed * 1.4;
         loss.append(QPointF(p.learningRate, std::min(p.loss, m_lossTop)));
         smoothed.append(QPointF(p.learningRate, std::min(p.smoothed, m_lossTop)));
+        m_lossLow = std::min({m_lossLow, loss.back().y(), smoothed.back().y()});
     }
     const LrFinderPoint last = m_pending.back();
     m_pending.clear();
-    m_loss->replace(loss);
-    m_smoothed->replace(smoothed);
-    double low = m_lossTop;
-    for (const QList<QPointF> *curve : {&loss, &smoothed}) {
-        for (const QPointF &p : *curve)
-            low = std::min(low, p.y());
-    }
-    m_axisY->setRange(std::max(0.0, low - 0.1 * (m_lossTop - low)), m_lossTop);
+    m_loss->append(loss);
+    m_smoothed->append(smoothed);
+    m_axisY->setRange(std::max(0.0, m_lossLow - 0.1 * (m_lossTop - m_lossLow)), m_lossTop);
     if (isRunning())
         m_status->setText(tr("Step %1 of %2: rate %3, loss %4, smoothed %5")
                               .arg(last.step).arg(m_options.steps).arg(number(last.learningRate))

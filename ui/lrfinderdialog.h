@@ -71,6 +71,7 @@ private:
     QThread *m_thread = nullptr;
     bool m_deleteWhenDone = false;
     double m_lossTop = 0.0;
+    double m_lossLow = 0.0;   // the lowest point drawn
 };
 
 } // namespace trainlab

@@ -79,7 +79,7 @@ void TimeView::showRun(const QString &runDir)
     }
     readTiming(runDir.toStdString(), epochs);
     try {
-        appendWarmup(readRunSummary(runDir.toStdString()).warmupSeconds);
+        appendWarmup(readRunSummary(runDir.toStdString()).warmupSeconds, 1);   // summed over the sessions
     } catch (const std::exception &) {
         // an unreadable summary: the epochs' bars still show
     }
@@ -121,8 +121,6 @@ void TimeView::saveDialog()
 void TimeView::clear()
 {
     m_bars.clear();
-    m_warmups.clear();
-    m_labels.clear();
     chart()->setTitle(QString());
     rebuild();
 }
@@ -146,26 +144,19 @@ void TimeView::append(const EpochMetrics &metrics)
             parts << QString::fromStdString(formatEpochStats(d));
         chart()->setTitle(tr("Epoch %1 on this machine's devices: %2").arg(metrics.epoch).arg(parts.join(QStringLiteral(" · "))));
     }
-    appendWarmup(metrics.warmupSeconds);
-    for (const TimeSplit &t : metrics.time) {
-        m_bars.append(t);
-        m_warmups.append(0.0);
-        m_labels << (metrics.time.size() > 1 ? tr("e%1 r%2").arg(metrics.epoch).arg(t.rank) : tr("e%1").arg(metrics.epoch));
-    }
-    while (m_bars.size() > kMaxBars) {
+    appendWarmup(metrics.warmupSeconds, metrics.epoch);
+    for (const TimeSplit &t : metrics.time)
+        m_bars.append({t, 0.0, metrics.time.size() > 1 ? tr("e%1 r%2").arg(metrics.epoch).arg(t.rank) : tr("e%1").arg(metrics.epoch)});
+    while (m_bars.size() > kMaxBars)
         m_bars.removeFirst();
-        m_warmups.removeFirst();
-        m_labels.removeFirst();
-    }
 }
 
-void TimeView::appendWarmup(double seconds)
+void TimeView::appendWarmup(double seconds, int epoch)
 {
     if (seconds <= 0)
         return;
-    m_bars.append(TimeSplit{});
-    m_warmups.append(seconds);
-    m_labels << tr("warm-up");
+    // A resumed run warms up again before its first epoch.
+    m_bars.append({TimeSplit{}, seconds, epoch > 1 ? tr("warm-up e%1").arg(epoch) : tr("warm-up")});
 }
 
 int TimeView::barCount() const
@@ -183,22 +174,25 @@ void TimeView::rebuild()
     double top = 0;
     for (QBarSet *set : std::as_const(m_sets))
         set->remove(0, set->count());
-    for (int i = 0; i < m_bars.size(); ++i) {
-        const TimeSplit &t = m_bars[i];
+    bool warmed = false;
+    QStringList labels;
+    for (const Bar &bar : std::as_const(m_bars)) {
+        const TimeSplit &t = bar.split;
         m_sets[0]->append(t.data);
         m_sets[1]->append(t.compute);
         m_sets[2]->append(t.allreduce);
         m_sets[3]->append(t.optimizer);
         m_sets[4]->append(t.other);
-        m_sets[5]->append(m_warmups[i]);
-        top = std::max(top, t.total() + m_warmups[i]);
+        m_sets[5]->append(bar.warmup);
+        top = std::max(top, t.total() + bar.warmup);
+        warmed = warmed || bar.warmup > 0;
+        labels << bar.label;
     }
     // The warm-up's legend entry only where a bar has one: on the CPU it is off by default.
-    const bool warmed = std::any_of(m_warmups.begin(), m_warmups.end(), [](double s) { return s > 0; });
     if (const QList<QLegendMarker *> markers = chart()->legend()->markers(m_series); markers.size() == m_sets.size())
         markers.back()->setVisible(warmed);
     m_axisX->clear();
-    m_axisX->append(m_labels.isEmpty() ? QStringList{tr("no split yet")} : m_labels);
+    m_axisX->append(labels.isEmpty() ? QStringList{tr("no split yet")} : labels);
     m_axisY->setRange(0.0, top > 0 ? top * 1.1 : 1.0);
 }
 

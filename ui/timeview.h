@@ -41,14 +41,18 @@ public:
 
 private:
     void append(const EpochMetrics &metrics);   // without a redraw, so a whole run draws once
-    void appendWarmup(double seconds);
+    void appendWarmup(double seconds, int epoch);
     void rebuild();
     void saveDialog();
 
     QString m_selectedDir;
-    QVector<TimeSplit> m_bars;
-    QVector<double> m_warmups;   // per bar: a warm-up bar's seconds, 0 in an epoch's
-    QStringList m_labels;
+    struct Bar
+    {
+        TimeSplit split;       // an epoch's rank; empty in a warm-up bar
+        double warmup = 0.0;   // a warm-up bar's seconds
+        QString label;         // unique: the category axis drops repeated names
+    };
+    QVector<Bar> m_bars;
     QStackedBarSeries *m_series;
     QBarCategoryAxis *m_axisX;
     QValueAxis *m_axisY;

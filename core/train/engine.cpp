@@ -366,9 +366,7 @@ void Replica::prepareLocal()
     if (m_world.resumeCheckpoint)
         loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
     // After the load, which gives each parameter the strides it was saved with.
-    m_layout = config.speed.layout(m_deviceId, config.precision);
-    toMemoryLayout(*m_model, m_layout);
-    setWinograd(*m_model, config.speed.winogradOn(m_deviceId, config.precision) && winogradAvailable());
+    m_layout = applySpeedSwitches(*m_model, config, m_deviceId);
     makeGradientBuckets();
 #ifdef TRAINLAB_WITH_CUDA
     if (config.speed.cudaGraphs && m_device.is_cuda())
@@ -685,13 +683,7 @@ void Replica::optimizerStep()
 {
     // Read by the step below (fused or LibTorch's); a captured update holds it fixed, so graphs take it only
     // when the schedule is constant.
-    const double lr = learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch);
-    for (auto &group : m_optimizer->param_groups())
-        static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
-    if (m_world.config.speed.fusedSgd)
-        fusedSgdStep(*m_optimizer);
-    else
-        m_optimizer->step();
+    sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config.speed.fusedSgd);
 }
 
 #ifdef TRAINLAB_WITH_CUDA

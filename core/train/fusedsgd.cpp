@@ -92,4 +92,14 @@ void fusedSgdStep(torch::optim::SGD &optimizer)
     }
 }
 
+void sgdStep(torch::optim::SGD &optimizer, double lr, bool fused)
+{
+    for (auto &group : optimizer.param_groups())
+        static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
+    if (fused)
+        fusedSgdStep(optimizer);
+    else
+        optimizer.step();
+}
+
 } // namespace trainlab

@@ -14,6 +14,8 @@ namespace trainlab {
 // optimizer's own (its momentum buffers, under its own keys), so checkpoints and resume are unchanged, and the
 // result equals SGD::step's: the same operations on the same values.
 void fusedSgdStep(torch::optim::SGD &optimizer);
+// One SGD step at learning rate lr (set in every group): fusedSgdStep when fused, else SGD::step.
+void sgdStep(torch::optim::SGD &optimizer, double lr, bool fused);
 
 // The run's SGD over model's parameters: one group, or with weight_decay_norm_and_bias false two, the matrices and
 // kernels (dim > 1) decayed and BatchNorm's weights and the biases not.

@@ -6,7 +6,6 @@
 #include "core/train/model.h"
 #include "core/train/precision.h"
 #include "core/train/torcherror.h"
-#include "core/train/winograd.h"
 #include "core/util/numtext.h"
 
 #include <torch/torch.h>
@@ -59,9 +58,7 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
     for (const std::string &p : validateLrFinder(options))
         problems.push_back("learning-rate finder: " + p);
     if (!problems.empty()) {
-        result.error = "invalid configuration:";
-        for (const auto &p : problems)
-            result.error += "\n  " + p;
+        result.error = ExperimentConfig::problemsText(problems);
         return result;
     }
     try {
@@ -75,9 +72,7 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
         auto model = makeResNet18(config.model.inChannels, config.model.numClasses);
         initWeights(*model, config.model.init);
         model->to(device);
-        const MemoryLayout layout = config.speed.layout(deviceId, config.precision);
-        toMemoryLayout(*model, layout);
-        setWinograd(*model, config.speed.winogradOn(deviceId, config.precision) && winogradAvailable());
+        const MemoryLayout layout = applySpeedSwitches(*model, config, deviceId);
         model->train();
         auto optimizer = makeOptimizer(*model, config);
 
@@ -107,15 +102,10 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
             const torch::Tensor y = data.train.labels.index_select(0, index).to(device);
             const double t = options.steps > 1 ? static_cast<double>(step - 1) / (options.steps - 1) : 0.0;
             const double lr = options.minLr * std::pow(options.maxLr / options.minLr, t);
-            for (auto &group : optimizer->param_groups())
-                static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
             optimizer->zero_grad();
             const torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x).to(torch::kFloat32), y, loss);
             l.backward();
-            if (config.speed.fusedSgd)
-                fusedSgdStep(*optimizer);
-            else
-                optimizer->step();
+            sgdStep(*optimizer, lr, config.speed.fusedSgd);
             LrFinderPoint point;
             point.step = step;
             point.learningRate = lr;

@@ -192,4 +192,12 @@ void setWinograd(torch::nn::Module &model, bool on)
     }
 }
 
+MemoryLayout applySpeedSwitches(torch::nn::Module &model, const ExperimentConfig &config, const std::string &deviceId)
+{
+    const MemoryLayout layout = config.speed.layout(deviceId, config.precision);
+    toMemoryLayout(model, layout);
+    setWinograd(model, config.speed.winogradOn(deviceId, config.precision) && winogradAvailable());
+    return layout;
+}
+
 } // namespace trainlab

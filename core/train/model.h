@@ -28,5 +28,8 @@ void toMemoryLayout(torch::nn::Module &model, MemoryLayout layout);
 // The residual blocks' 3×3 stride-1 convolutions through oneDNN's Winograd kernels (fp32 on the CPU, where this
 // build and CPU have them; see winograd.h) or LibTorch's conv2d.
 void setWinograd(torch::nn::Module &model, bool on);
+// The layout and Winograd switches of config for a replica on deviceId, applied to model; returns the layout its
+// inputs need. Training and the learning-rate finder share it, so a switch reaches both.
+MemoryLayout applySpeedSwitches(torch::nn::Module &model, const ExperimentConfig &config, const std::string &deviceId);
 
 } // namespace trainlab

@@ -63,14 +63,6 @@ int recordedEpochs(const std::string &runDir, const RunSummary &summary)
     return std::max(summary.epochsDone, rows);
 }
 
-std::string problemsText(const std::vector<std::string> &problems)
-{
-    std::string text = "invalid configuration:";
-    for (const auto &p : problems)
-        text += "\n  " + p;
-    return text;
-}
-
 // The part of a run shared by a new and a resumed one, from loaded data and an open record on.
 RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingObserver &observer, const StopFlag &stop)
 {
@@ -125,7 +117,7 @@ RunResult runExperiment(const ExperimentConfig &config, TrainingObserver &observ
 {
     const auto problems = config.validate();
     if (!problems.empty())
-        return failed(problemsText(problems), "", observer);
+        return failed(ExperimentConfig::problemsText(problems), "", observer);
     EngineSetup setup;
     setup.config = config;
     setup.options = options;
@@ -162,7 +154,7 @@ RunResult resumeRun(const std::string &runDir, TrainingObserver &observer, const
             config.epochs = epochs;
         const auto problems = config.validate();
         if (!problems.empty())
-            throw std::runtime_error(runDir + "/config.json: " + problemsText(problems));
+            throw std::runtime_error(runDir + "/config.json: " + ExperimentConfig::problemsText(problems));
         const std::string checkpoint = runDir + "/checkpoint.pt";
         CheckpointInfo info;
         if (fs::exists(checkpoint, ec)) {
