@@ -131,7 +131,7 @@ if [ -x "$cli" ]; then
   expect 0 'no GPU on this machine' "gpu-check --quick on a machine without a GPU says so and exits 0" \
     bash "$gc" --quick --cli "$cli" --out "$tmp/cpu"
   summary=$tmp/cpu/summary.txt
-  if grep -Eq '^smoke: cpu fp32 .* ok +[0-9.]+ s/epoch, [0-9]+ img/s .*test acc [0-9.]+.*; monitor: cpu: mean [0-9]+% of' "$summary" \
+  if grep -Eq '^smoke: cpu fp32 .* ok +[0-9.]+ s/epoch, [0-9]+ img/s .*test acc [0-9.]+.*; monitor: cpu: mean [0-9]+% of.*; warm-up [0-9]+\.[0-9]{2} s before epoch 1' "$summary" \
      && grep -Eq '^GPU runs +skipped +no GPU' "$summary" && grep -Eq '^trainlab-cli devices +ok' "$summary"; then
     ok "the summary lists each step with its result and figures"
   else
