@@ -185,6 +185,8 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("nesterov", "needs a momentum above 0", "true");
     if (!std::isfinite(labelSmoothing) || labelSmoothing < 0 || labelSmoothing >= 1)
         bad("label_smoothing", "must be at least 0 and below 1", str(labelSmoothing));
+    if (!std::isfinite(gradClipNorm) || gradClipNorm < 0)
+        bad("grad_clip_norm", "must be 0 (off) or a norm above 0", str(gradClipNorm));
     if (augmentation.cropPadding < 0 || augmentation.cropPadding > 14)
         bad("augmentation.crop_padding", "must be 0 (off) up to 14 pixels (half the image)", str(augmentation.cropPadding));
     if (!std::isfinite(augmentation.erasing) || augmentation.erasing < 0 || augmentation.erasing > 1)
@@ -359,6 +361,7 @@ std::string ExperimentConfig::toJson() const
         {"weight_decay_norm_and_bias", weightDecayNormAndBias},
         {"nesterov", nesterov},
         {"label_smoothing", labelSmoothing},
+        {"grad_clip_norm", gradClipNorm},
         {"schedule", {{"kind", schedule.kind}, {"warmup_epochs", schedule.warmupEpochs}, {"step_epochs", schedule.stepEpochs},
                       {"step_factor", schedule.stepFactor}, {"pct_start", schedule.pctStart}}},
         {"augmentation", {{"flip", augmentation.flip}, {"crop_padding", augmentation.cropPadding}, {"erasing", augmentation.erasing}}},
@@ -384,7 +387,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "schedule",
+                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "grad_clip_norm", "schedule",
                       "augmentation", "early_stopping", "tensorboard"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
@@ -423,6 +426,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.boolean("nesterov", config.nesterov);
     top.boolean("weight_decay_norm_and_bias", config.weightDecayNormAndBias);
     top.number("label_smoothing", config.labelSmoothing);
+    top.number("grad_clip_norm", config.gradClipNorm);
     if (const json *schedule = top.object("schedule")) {
         Reader r(*schedule, "schedule", problems, written);
         r.checkUnknown({"kind", "warmup_epochs", "step_epochs", "step_factor", "pct_start"});

@@ -132,6 +132,9 @@ struct ExperimentConfig
     bool weightDecayNormAndBias = true;
     bool nesterov = false;
     double labelSmoothing = 0.0;
+    // Above 0: before each SGD step the averaged gradients are scaled so that their global L2 norm is at most this
+    // (PyTorch's clip_grad_norm_); 0: off.
+    double gradClipNorm = 0.0;
     ScheduleConfig schedule;
     AugmentationConfig augmentation;
     EarlyStoppingConfig earlyStopping;

@@ -87,6 +87,7 @@ struct Knobs
     std::string precision = "fp32";
     trainlab::SpeedConfig speed{};
     trainlab::ScheduleConfig schedule{};
+    double gradClipNorm = 0.0;
 };
 
 // Counts the dtypes flowing through it, to see autocast at work inside each replica's thread.
@@ -123,6 +124,7 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     setup.config.precision = knobs.precision;
     setup.config.speed = knobs.speed;
     setup.config.schedule = knobs.schedule;
+    setup.config.gradClipNorm = knobs.gradClipNorm;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
@@ -193,12 +195,15 @@ void tst_Engine::replicasMatchOneReplica_data()
     QTest::addColumn<int>("replicas");
     QTest::addColumn<qint64>("batch");
     QTest::addColumn<int>("lag");
-    QTest::newRow("2 replicas") << 2 << qint64(24) << 0;
-    QTest::newRow("3 replicas") << 3 << qint64(24) << 0;
-    QTest::newRow("3 replicas, uneven batch") << 3 << qint64(25) << 0;
-    QTest::newRow("1 replica, lagged read") << 1 << qint64(24) << 1;
-    QTest::newRow("2 replicas, lagged read") << 2 << qint64(24) << 1;
-    QTest::newRow("3 replicas, uneven batch, lagged read") << 3 << qint64(25) << 1;
+    QTest::addColumn<double>("clip");   // grad_clip_norm
+    QTest::newRow("2 replicas") << 2 << qint64(24) << 0 << 0.0;
+    QTest::newRow("3 replicas") << 3 << qint64(24) << 0 << 0.0;
+    QTest::newRow("3 replicas, uneven batch") << 3 << qint64(25) << 0 << 0.0;
+    QTest::newRow("1 replica, lagged read") << 1 << qint64(24) << 1 << 0.0;
+    QTest::newRow("2 replicas, lagged read") << 2 << qint64(24) << 1 << 0.0;
+    QTest::newRow("3 replicas, uneven batch, lagged read") << 3 << qint64(25) << 1 << 0.0;
+    // Clipping follows the all-reduce: every replica scales the averaged gradient, as one replica would.
+    QTest::newRow("3 replicas, uneven batch, clipped") << 3 << qint64(25) << 0 << 0.05;
 }
 
 void tst_Engine::replicasMatchOneReplica()
@@ -206,10 +211,14 @@ void tst_Engine::replicasMatchOneReplica()
     QFETCH(int, replicas);
     QFETCH(qint64, batch);
     QFETCH(int, lag);
+    QFETCH(double, clip);
     const auto data = syntheticData(100, 30);
     RecordingObserver one, many;
-    auto single = train(1, smallModel, data, 2, batch, one);
-    auto multi = train(replicas, smallModel, data, 2, batch, many, {nullptr, lag});
+    Knobs knobs;
+    knobs.gradClipNorm = clip;
+    auto single = train(1, smallModel, data, 2, batch, one, knobs);
+    knobs.controlLag = lag;
+    auto multi = train(replicas, smallModel, data, 2, batch, many, knobs);
     QCOMPARE(toString(single.result.status), "completed");
     QCOMPARE(toString(multi.result.status), "completed");
     QCOMPARE(multi.replicas.size(), size_t(replicas));
@@ -221,6 +230,11 @@ void tst_Engine::replicasMatchOneReplica()
     torch::manual_seed(0);
     auto untrained = smallModel();
     QVERIFY(maxRelativeDifference(*single.replicas[0], *untrained) > 1e-3);
+    if (clip > 0) {
+        RecordingObserver unclipped;
+        auto plain = train(1, smallModel, data, 2, batch, unclipped);
+        QVERIFY(maxRelativeDifference(*single.replicas[0], *plain.replicas[0]) > 1e-3);
+    }
     QCOMPARE(many.started.worldSize, replicas);
     QCOMPARE(many.epochs.size(), one.epochs.size());
     for (size_t e = 0; e < one.epochs.size(); ++e) {

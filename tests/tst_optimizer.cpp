@@ -1,6 +1,8 @@
 #include "core/train/fusedsgd.h"
 #include "core/train/schedule.h"
 
+#include <torch/nn/utils/clip_grad.h>
+
 #include <torch/torch.h>
 
 #include <QtTest>
@@ -15,6 +17,8 @@ private Q_SLOTS:
     void equalsTorchSgd_data();
     void equalsTorchSgd();
     void stateSavesAsTorchSgd();
+    void clipEqualsTorchClip_data();
+    void clipEqualsTorchClip();
     void normAndBiasLeftUndecayed();
     void scheduleValues_data();
     void scheduleValues();
@@ -86,6 +90,55 @@ void tst_Optimizer::equalsTorchSgd()
     auto start = smallNet();
     QVERIFY(maxDifference(start->parameters(), fused->parameters()) > 1e-3);
     QCOMPARE(fusedSgd.state().size(), referenceSgd.state().size());
+}
+
+void tst_Optimizer::clipEqualsTorchClip_data()
+{
+    QTest::addColumn<double>("maxNorm");
+    QTest::addColumn<bool>("fused");
+    QTest::addColumn<bool>("clips");   // whether the norm is ever above maxNorm
+    QTest::newRow("clipped, fused SGD") << 0.05 << true << true;
+    QTest::newRow("clipped, LibTorch's SGD") << 0.05 << false << true;
+    QTest::newRow("a bound never reached") << 1e6 << true << false;
+}
+
+// grad_clip_norm: the run's step (sgdStep) against LibTorch's clip_grad_norm_ and SGD over 20 steps with momentum.
+void tst_Optimizer::clipEqualsTorchClip()
+{
+    QFETCH(double, maxNorm);
+    QFETCH(bool, fused);
+    QFETCH(bool, clips);
+    trainlab::ExperimentConfig config;
+    config.gradClipNorm = maxNorm;
+    config.speed.fusedSgd = fused;
+    trainlab::ExperimentConfig noClip = config;
+    noClip.gradClipNorm = 0;
+    auto reference = smallNet();
+    auto clipped = smallNet();
+    auto unclipped = smallNet();
+    torch::optim::SGDOptions options(0.1);
+    options.momentum(0.9);
+    torch::optim::SGD referenceSgd(reference->parameters(), options);
+    torch::optim::SGD clippedSgd(clipped->parameters(), options);
+    torch::optim::SGD unclippedSgd(unclipped->parameters(), options);
+    double lastNorm = 0;
+    for (int step = 0; step < 20; ++step) {
+        backward(reference, step);
+        backward(clipped, step);
+        backward(unclipped, step);
+        torch::nn::utils::clip_grad_norm_(reference->parameters(), maxNorm);
+        referenceSgd.step();
+        trainlab::sgdStep(clippedSgd, 0.1, config);
+        lastNorm = 0;
+        for (const auto &p : clipped->parameters())
+            lastNorm += p.grad().pow(2).sum().item<double>();
+        trainlab::sgdStep(unclippedSgd, 0.1, noClip);
+    }
+    const double weights = maxDifference(reference->parameters(), clipped->parameters());
+    QVERIFY2(weights <= 1e-6, std::to_string(weights).c_str());
+    QVERIFY2(std::sqrt(lastNorm) <= maxNorm * (1 + 1e-5), std::to_string(std::sqrt(lastNorm)).c_str());
+    const double fromUnclipped = maxDifference(unclipped->parameters(), clipped->parameters());
+    QVERIFY2(clips ? fromUnclipped > 1e-3 : fromUnclipped == 0.0, std::to_string(fromUnclipped).c_str());
 }
 
 // Checkpoints hold the optimizer's state: saved after fused steps, it loads into LibTorch's SGD and goes on alike.

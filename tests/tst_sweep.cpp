@@ -378,6 +378,7 @@ void tst_Sweep::recipeText_data()
               "augmentation": {"flip": true, "crop_padding": 4}, "early_stopping": {"patience": 2}})"
         << "step ×0.5/3, lr warm-up 1, crop 4, flip, early stop 2";
     QTest::newRow("one cycle") << R"({"schedule": {"kind": "one_cycle"}})" << "one_cycle";
+    QTest::newRow("gradient clipping") << R"({"grad_clip_norm": 1, "label_smoothing": 0.1})" << "smoothing 0.1, clip 1";
 }
 
 void tst_Sweep::recipeText()

@@ -101,6 +101,7 @@ private:
     QCheckBox *m_nesterov;
     QCheckBox *m_decayNormAndBias;
     QLineEdit *m_labelSmoothing;
+    QLineEdit *m_gradClip;
     QSpinBox *m_patience;
     QCheckBox *m_flip;
     QSpinBox *m_cropPadding;

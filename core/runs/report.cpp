@@ -104,6 +104,8 @@ std::string recipeText(const ExperimentConfig &c)
         add("wd " + formatGeneral(c.weightDecay) + (c.weightDecayNormAndBias ? "" : " (not norm/bias)"));
     if (c.labelSmoothing > 0)
         add("smoothing " + formatGeneral(c.labelSmoothing));
+    if (c.gradClipNorm > 0)
+        add("clip " + formatGeneral(c.gradClipNorm));
     if (c.schedule.kind == "step")
         add("step ×" + formatGeneral(c.schedule.stepFactor) + "/" + std::to_string(c.schedule.stepEpochs));
     else if (c.schedule.kind != "constant")

@@ -263,6 +263,7 @@ std::vector<TbHParam> tbHParams(const ExperimentConfig &c)
             flag("nesterov", c.nesterov),
             number("weight_decay", c.weightDecay),
             number("label_smoothing", c.labelSmoothing),
+            number("grad_clip_norm", c.gradClipNorm),
             text("schedule", c.schedule.kind),
             number("warmup_epochs", c.schedule.warmupEpochs),
             text("augmentation", c.augmentation.describe()),

@@ -683,7 +683,7 @@ void Replica::optimizerStep()
 {
     // Read by the step below (fused or LibTorch's); a captured update holds it fixed, so graphs take it only
     // when the schedule is constant.
-    sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config.speed.fusedSgd);
+    sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config);
 }
 
 #ifdef TRAINLAB_WITH_CUDA

@@ -2,6 +2,9 @@
 
 #include <ATen/ops/_foreach_add.h>
 #include <ATen/ops/_foreach_mul.h>
+#include <ATen/ops/_foreach_norm.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/stack.h>
 
 #include <sstream>
 #include <string>
@@ -92,11 +95,32 @@ void fusedSgdStep(torch::optim::SGD &optimizer)
     }
 }
 
-void sgdStep(torch::optim::SGD &optimizer, double lr, bool fused)
+void clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
 {
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads;
+    for (const auto &group : optimizer.param_groups()) {
+        for (const auto &p : group.params()) {
+            if (p.grad().defined())
+                grads.push_back(p.grad());
+        }
+    }
+    if (grads.empty())
+        return;
+    const std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+    const torch::Tensor total = norms.size() == 1 ? norms.front() : at::stack(norms).norm(2);
+    const torch::Tensor factor = at::clamp(maxNorm / (total + 1e-6), c10::nullopt, 1.0);
+    for (auto &g : grads)
+        g.mul_(factor);
+}
+
+void sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config)
+{
+    if (config.gradClipNorm > 0)
+        clipGradientNorm(optimizer, config.gradClipNorm);
     for (auto &group : optimizer.param_groups())
         static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
-    if (fused)
+    if (config.speed.fusedSgd)
         fusedSgdStep(optimizer);
     else
         optimizer.step();

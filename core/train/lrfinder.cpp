@@ -105,7 +105,7 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
             optimizer->zero_grad();
             const torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x).to(torch::kFloat32), y, loss);
             l.backward();
-            sgdStep(*optimizer, lr, config.speed.fusedSgd);
+            sgdStep(*optimizer, lr, config);
             LrFinderPoint point;
             point.step = step;
             point.learningRate = lr;
