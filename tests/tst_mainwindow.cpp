@@ -751,10 +751,13 @@ void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
         window.show();
         QVERIFY(window.saveConfigTo(path));
         window.setRunsDir(chosen);
+        QVERIFY(!window.form()->advancedOpen());
+        window.form()->setAdvancedOpen(true);
         QVERIFY(window.close());
     }
     {
         MainWindow window;
+        QVERIFY(window.form()->advancedOpen());   // the form's Advanced section opens as it was left
         QCOMPARE(window.runsDir(), chosen);
         QCOMPARE(window.historyModel()->runsDir(), chosen);
         bool listed = false;

@@ -666,4 +666,14 @@ void ExperimentForm::onDownloadFinished(bool ok, bool cancelled, const QString &
     Q_EMIT downloadFinished(ok, m_downloadError);
 }
 
+bool ExperimentForm::advancedOpen() const
+{
+    return m_advancedToggle->isChecked();
+}
+
+void ExperimentForm::setAdvancedOpen(bool open)
+{
+    m_advancedToggle->setChecked(open);
+}
+
 } // namespace trainlab

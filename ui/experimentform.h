@@ -43,6 +43,9 @@ public:
     // Fields whose text is not a number: config() still holds their last good value.
     QStringList unparsedText() const;
     void setDatasetStartFolder(const QString &folder) { m_datasetStartFolder = folder; }
+    // The Advanced section shown or folded (the window remembers it between sessions).
+    bool advancedOpen() const;
+    void setAdvancedOpen(bool open);
     // Where Download… fetches the managed Fashion-MNIST from; empty mirrors: the manifest's own.
     void setDownloadSource(const DatasetManifest &manifest, const QStringList &mirrors = {});
     bool isDownloading() const;

@@ -243,6 +243,7 @@ void MainWindow::readSettings()
     m_savedRunsDir = m_runsDir;
     m_lastDatasetDir = settings.value(QStringLiteral("lastDatasetDir"), QDir::homePath()).toString();
     m_form->setDatasetStartFolder(m_lastDatasetDir);
+    m_form->setAdvancedOpen(settings.value(QStringLiteral("form/advancedOpen"), false).toBool());
     m_file->readSettings();
 }
 
@@ -257,6 +258,7 @@ void MainWindow::writeSettings()
     }
     settings.setValue(QStringLiteral("runsDir"), m_savedRunsDir);
     settings.setValue(QStringLiteral("lastDatasetDir"), m_lastDatasetDir);
+    settings.setValue(QStringLiteral("form/advancedOpen"), m_form->advancedOpen());
 }
 
 QString MainWindow::runsDir() const
