@@ -230,7 +230,25 @@ void tst_Engine::replicasMatchOneReplica()
     torch::manual_seed(0);
     auto untrained = smallModel();
     QVERIFY(maxRelativeDifference(*single.replicas[0], *untrained) > 1e-3);
+    // Epoch 2's log line on what clipping did: rank 0's, of the all-reduced gradient, as one replica's.
+    const QRegularExpression clipLine(QStringLiteral("^epoch 2: gradient norm before clipping: mean ([0-9.e+-]+), largest ([0-9.e+-]+); "
+                                                     "clipped to 0.05 in 100% of the 4 steps$"));
+    const auto clipLog = [&](const RecordingObserver &o) {
+        QList<QRegularExpressionMatch> found;
+        for (const std::string &line : o.logs) {
+            if (line.find("gradient norm") != std::string::npos)
+                found << clipLine.match(QString::fromStdString(line));
+        }
+        return found;
+    };
+    const auto oneClip = clipLog(one), manyClip = clipLog(many);
+    QCOMPARE(oneClip.size(), clip > 0 ? 2 : 0);
+    QCOMPARE(manyClip.size(), oneClip.size());
     if (clip > 0) {
+        QVERIFY2(oneClip[1].hasMatch() && manyClip[1].hasMatch(), qPrintable(manyClip[1].captured(0)));
+        const double mean = oneClip[1].captured(1).toDouble(), largest = oneClip[1].captured(2).toDouble();
+        QVERIFY(mean > 0.05 && mean <= largest);
+        QVERIFY(qAbs(manyClip[1].captured(1).toDouble() - mean) <= 0.01 * mean);
         RecordingObserver unclipped;
         auto plain = train(1, smallModel, data, 2, batch, unclipped);
         QVERIFY(maxRelativeDifference(*single.replicas[0], *plain.replicas[0]) > 1e-3);

@@ -95,7 +95,7 @@ void fusedSgdStep(torch::optim::SGD &optimizer)
     }
 }
 
-void clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
+torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
 {
     torch::NoGradGuard noGrad;
     std::vector<torch::Tensor> grads;
@@ -106,24 +106,27 @@ void clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
         }
     }
     if (grads.empty())
-        return;
+        return {};
     const std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
     const torch::Tensor total = norms.size() == 1 ? norms.front() : at::stack(norms).norm(2);
     const torch::Tensor factor = at::clamp(maxNorm / (total + 1e-6), c10::nullopt, 1.0);
     for (auto &g : grads)
         g.mul_(factor);
+    return total;
 }
 
-void sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config)
+torch::Tensor sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config)
 {
+    torch::Tensor norm;
     if (config.gradClipNorm > 0)
-        clipGradientNorm(optimizer, config.gradClipNorm);
+        norm = clipGradientNorm(optimizer, config.gradClipNorm);
     for (auto &group : optimizer.param_groups())
         static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
     if (config.speed.fusedSgd)
         fusedSgdStep(optimizer);
     else
         optimizer.step();
+    return norm;
 }
 
 } // namespace trainlab
