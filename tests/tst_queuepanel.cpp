@@ -401,6 +401,8 @@ void tst_QueuePanel::dialogRecipeAxes()
     child<QLineEdit>(dialog, QStringLiteral("sweepAxis_schedule"))->setText(QStringLiteral("constant, cosine"));
     augmentation->setText(QStringLiteral("none; crop 2, flip"));
     child<QLineEdit>(dialog, QStringLiteral("sweepAxis_label_smoothing"))->setText(QStringLiteral("0.1"));
+    auto *clip = child<QLineEdit>(dialog, QStringLiteral("sweepAxis_grad_clip_norm"));
+    clip->setText(QStringLiteral("1.5"));
     auto *init = child<QLineEdit>(dialog, QStringLiteral("sweepAxis_init"));
     init->setText(QStringLiteral("pytorch"));
     QTRY_COMPARE(dialog.runCount(), 4LL);
@@ -411,11 +413,13 @@ void tst_QueuePanel::dialogRecipeAxes()
     QVERIFY(runs[3].config.augmentation.flip);
     QVERIFY(!runs[2].config.augmentation.any());
     QCOMPARE(runs[2].config.labelSmoothing, 0.1);
+    QCOMPARE(runs[2].config.gradClipNorm, 1.5);
     QCOMPARE(runs[2].config.model.init, std::string("pytorch"));
     // A sweep set into the dialog shows its augmentations as typed.
     dialog.setSweep(dialog.sweep());
     QCOMPARE(augmentation->text(), QStringLiteral("none; crop 2, flip"));
     QCOMPARE(init->text(), QStringLiteral("pytorch"));
+    QCOMPARE(clip->text(), QStringLiteral("1.5"));
     init->setText(QStringLiteral("xavier"));
     QTRY_VERIFY(dialog.problems().join('\n').contains(QStringLiteral("axes.init[0]: model.init: ")));
     init->setText(QStringLiteral("pytorch"));

@@ -153,7 +153,7 @@ void tst_Sweep::scalesTheLearningRateWithTheBatch()
 void tst_Sweep::recipeAxesReachTheConfig()
 {
     const SweepConfig s = SweepConfig::fromJson(sweepJson("zip", R"({"schedule": ["constant", "cosine"],
-        "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4],
+        "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4], "grad_clip_norm": [0, 2],
         "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"]})"));
     QVERIFY2(s.validate().empty(), first(s.validate()));
     const auto runs = trainlab::planSweep(s);
@@ -163,6 +163,8 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.schedule.kind, std::string("cosine"));
     QCOMPARE(runs[1].config.schedule.warmupEpochs, 0.5);
     QCOMPARE(runs[1].config.labelSmoothing, 0.1);
+    QCOMPARE(runs[0].config.gradClipNorm, 0.0);
+    QCOMPARE(runs[1].config.gradClipNorm, 2.0);
     QCOMPARE(runs[1].config.weightDecay, 5e-4);
     QCOMPARE(runs[1].config.augmentation.cropPadding, 2);
     QVERIFY(runs[1].config.augmentation.flip);
@@ -171,7 +173,7 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.model.init, std::string("pytorch"));
     // The schedule's other keys stay the base's; the label reads as one value per axis.
     QCOMPARE(runs[1].config.schedule.pctStart, trainlab::ScheduleConfig().pctStart);
-    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 schedule=cosine "
+    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 grad_clip_norm=2 schedule=cosine "
                                               "warmup_epochs=0.5 augmentation=crop 2+flip init=pytorch"));
     const SweepConfig back = SweepConfig::fromJson(s.toJson());
     QCOMPARE(back.toJson(), s.toJson());
@@ -238,6 +240,7 @@ void tst_Sweep::badAxesAreNamed_data()
     row("one_cycle with the warm-up axis", sweepJson("grid", R"({"schedule": ["one_cycle"], "warmup_epochs": [0, 1]})"),
         "axes.warmup_epochs[1]: schedule.warmup_epochs: must be 0 with one_cycle");
     row("label smoothing of 1", sweepJson("grid", R"({"label_smoothing": [0, 1]})"), "axes.label_smoothing[1]: must be");
+    row("negative clip norm", sweepJson("grid", R"({"grad_clip_norm": [1, -1]})"), "axes.grad_clip_norm[1]: must be");
     row("augmentation unknown key", sweepJson("grid", R"({"augmentation": [{"rotate": 10}]})"),
         "axes.augmentation[0].rotate: unknown key");
     row("augmentation out of range", sweepJson("grid", R"({"augmentation": [{"crop_padding": 20}]})"),

@@ -60,6 +60,7 @@ private:
     QLineEdit *m_momentum;
     QLineEdit *m_weightDecay;
     QLineEdit *m_labelSmoothing;
+    QLineEdit *m_gradClipNorm;
     QLineEdit *m_schedule;
     QLineEdit *m_warmupEpochs;
     QLineEdit *m_augmentation;

@@ -184,6 +184,9 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
         } else if (axis == "label_smoothing") {
             c.labelSmoothing = s.labelSmoothing[i];
             shown = number(c.labelSmoothing);
+        } else if (axis == "grad_clip_norm") {
+            c.gradClipNorm = s.gradClipNorm[i];
+            shown = number(c.gradClipNorm);
         } else if (axis == "schedule") {
             c.schedule.kind = s.schedule[i];
             shown = c.schedule.kind;
@@ -271,7 +274,7 @@ const std::vector<std::string> &sweepAxisNames()
 {
     static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs", "seed",
                                                    "precision", "momentum", "weight_decay", "label_smoothing",
-                                                   "schedule", "warmup_epochs", "augmentation", "init"};
+                                                   "grad_clip_norm", "schedule", "warmup_epochs", "augmentation", "init"};
     return names;
 }
 
@@ -295,6 +298,8 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return weightDecay.size();
     if (axis == "label_smoothing")
         return labelSmoothing.size();
+    if (axis == "grad_clip_norm")
+        return gradClipNorm.size();
     if (axis == "schedule")
         return schedule.size();
     if (axis == "warmup_epochs")
@@ -410,6 +415,8 @@ std::string SweepConfig::toJson() const
         axes["weight_decay"] = weightDecay;
     if (!labelSmoothing.empty())
         axes["label_smoothing"] = labelSmoothing;
+    if (!gradClipNorm.empty())
+        axes["grad_clip_norm"] = gradClipNorm;
     if (!schedule.empty())
         axes["schedule"] = schedule;
     if (!warmupEpochs.empty())
@@ -458,6 +465,7 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
             {"momentum", &s.momentum},
             {"weight_decay", &s.weightDecay},
             {"label_smoothing", &s.labelSmoothing},
+            {"grad_clip_norm", &s.gradClipNorm},
             {"warmup_epochs", &s.warmupEpochs}};
         for (const auto &[key, values] : numberAxes) {
             readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {
