@@ -26,11 +26,11 @@
 #include "trainlab/version.h"
 
 #include <csignal>
-#include <iterator>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <unistd.h>
