@@ -795,7 +795,7 @@ void tst_Cli::monitorLinePerEpoch()
     const QStringList fields = monitorRows[0].split(' ', Qt::SkipEmptyParts);   // RUN STATUS EPOCHS BEST TO-0.90 LR BATCH
     QCOMPARE(fields.mid(1, 2), QStringList({"completed", "2/2"}));
     QCOMPARE(fields.mid(5, 2), QStringList({"0.1", "16"}));
-    QVERIFY2(monitorRows[0].contains(QStringLiteral(" momentum 0.9 ")), qPrintable(monitorRows[0]));
+    QVERIFY2(monitorRows[0].endsWith(QStringLiteral(" momentum 0.9")), qPrintable(monitorRows[0]));   // no note: no trailing blanks
     const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
     QCOMPARE(plain.exitCode, 2);
     QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));
