@@ -243,12 +243,15 @@ void tst_Engine::replicasMatchOneReplica()
     };
     const auto oneClip = clipLog(one), manyClip = clipLog(many);
     QCOMPARE(oneClip.size(), clip > 0 ? 2 : 0);
+    if (clip == 0)
+        QCOMPARE(many.epochs.back().gradNorm, 0.0);
     QCOMPARE(manyClip.size(), oneClip.size());
     if (clip > 0) {
         QVERIFY2(oneClip[1].hasMatch() && manyClip[1].hasMatch(), qPrintable(manyClip[1].captured(0)));
         const double mean = oneClip[1].captured(1).toDouble(), largest = oneClip[1].captured(2).toDouble();
         QVERIFY(mean > 0.05 && mean <= largest);
         QVERIFY(qAbs(manyClip[1].captured(1).toDouble() - mean) <= 0.01 * mean);
+        QVERIFY(qAbs(many.epochs[1].gradNorm - mean) <= 0.01 * mean);   // and the epoch's record (TensorBoard)
         RecordingObserver unclipped;
         auto plain = train(1, smallModel, data, 2, batch, unclipped);
         QVERIFY(maxRelativeDifference(*single.replicas[0], *plain.replicas[0]) > 1e-3);

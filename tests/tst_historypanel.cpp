@@ -46,7 +46,7 @@ QString tst_HistoryPanel::fakeRun(const QString &name, const QList<double> &test
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
     trainlab::RunResult result;
     for (int i = 0; i < testAcc.size(); ++i) {
-        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}, 0.0};
+        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}, 0.0, 0.0};
         record.commitEpoch(m, std::string());
         result.epochs.push_back(m);
     }
@@ -128,7 +128,7 @@ void tst_HistoryPanel::exportsSelectedMetrics()
     c.name = "timed";
     c.epochs = 1;
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
-    trainlab::EpochMetrics m{1, 2.0, 0.4, 0.75, 3.0, 20.0, {{0, 0.1, 2.0, 0.5, 0.2, 0.2}, {1, 0.3, 2.0, 0.3, 0.2, 0.2}}, 0.05, {}, 0.0};
+    trainlab::EpochMetrics m{1, 2.0, 0.4, 0.75, 3.0, 20.0, {{0, 0.1, 2.0, 0.5, 0.2, 0.2}, {1, 0.3, 2.0, 0.3, 0.2, 0.2}}, 0.05, {}, 0.0, 0.0};
     record.commitEpoch(m, std::string());
     trainlab::RunResult result;
     result.epochs.push_back(m);
@@ -216,7 +216,7 @@ void tst_HistoryPanel::timeToTargetColumn()
 
     // A refresh reads a metrics.csv again when it changed, and only then: an untouched file is not re-read.
     panel.targetBox()->setValue(0.9);
-    trainlab::EpochMetrics better{1, 1.0, 0.5, 0.95, 2.0, 10.0, {}, 0.0, {}, 0.0};
+    trainlab::EpochMetrics better{1, 1.0, 0.5, 0.95, 2.0, 10.0, {}, 0.0, {}, 0.0, 0.0};
     QFile rewritten(never + QStringLiteral("/metrics.csv"));
     QVERIFY(rewritten.open(QIODevice::WriteOnly));
     rewritten.write(QByteArray(trainlab::RunRecord::metricsHeader()) + '\n' + QByteArray::fromStdString(trainlab::RunRecord::metricsRow(better)));

@@ -82,7 +82,7 @@ void tst_RunPanel::finishedRunSaysHowItEnded()
 {
     RunPanel panel;
     panel.prepare(3, {"cpu", "cpu"});
-    trainlab::EpochMetrics m{1, 0.5, 0.6, 0.7, 2.0, 100.0, {}, 0.0, {}, 0.0};
+    trainlab::EpochMetrics m{1, 0.5, 0.6, 0.7, 2.0, 100.0, {}, 0.0, {}, 0.0, 0.0};
     panel.onEpoch(m);
     trainlab::RunResult r;
     r.status = trainlab::RunStatus::Stopped;

@@ -71,6 +71,7 @@ private Q_SLOTS:
     void tornRecordFilledFromTheRecord();
     void switchedOff();
     void blockedFolderIsOnlyAWarning();
+    void gradNormOnlyWhereMeasured();
 
 private:
     std::string makeRun(const ExperimentConfig &config, int epochs, const char *status = nullptr);
@@ -225,6 +226,24 @@ void tst_TensorBoard::blockedFolderIsOnlyAWarning()
     record->commitEpoch(epoch(2, 0.5), {});
     QVERIFY(record->takeWarning().empty());
     QCOMPARE(trainlab::readMetrics(dir).size(), size_t(2));
+}
+
+// grad_clip_norm's mean norm is a scalar of its own; a run without clipping has none.
+void tst_TensorBoard::gradNormOnlyWhereMeasured()
+{
+    trainlab::EpochMetrics m = epoch(1, 0.5);
+    const auto tags = [](const std::vector<trainlab::TbScalar> &scalars) {
+        QStringList out;
+        for (const auto &s : scalars)
+            out << QString::fromStdString(s.tag);
+        return out;
+    };
+    QVERIFY(!tags(trainlab::tbEpochScalars(m)).contains(QStringLiteral("train/grad_norm")));
+    m.gradNorm = 3.5;
+    const auto scalars = trainlab::tbEpochScalars(m);
+    const auto at = tags(scalars).indexOf(QStringLiteral("train/grad_norm"));
+    QVERIFY(at >= 0);
+    QCOMPARE(scalars[static_cast<std::size_t>(at)].value, 3.5);
 }
 
 QTEST_GUILESS_MAIN(tst_TensorBoard)

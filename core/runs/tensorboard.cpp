@@ -282,6 +282,8 @@ std::vector<TbScalar> tbEpochScalars(const EpochMetrics &m)
                             {"speed/seconds_per_epoch", m.seconds}};
     if (m.learningRate > 0)
         s.push_back({"learning_rate", m.learningRate});
+    if (m.gradNorm > 0)
+        s.push_back({"train/grad_norm", m.gradNorm});
     return s;
 }
 

@@ -261,7 +261,7 @@ private:
 #endif
     bool m_stopped = false;
     std::string m_failure;
-    double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0;
+    double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0, m_epochGradNorm = 0;
     // With grad_clip_norm: the epoch's gradient norms before clipping (sum, largest, steps clipped), kept on the
     // device and updated in place (a captured update replays into them), read once at the epoch's end.
     torch::Tensor m_clipNormSum, m_clipNormMax, m_clippedSteps;
@@ -621,10 +621,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
     m_epochAcc = correct / seen;
     m_epochRate = seen / m_epochSeconds;
     // The all-reduced gradient is the same on every rank: rank 0 says what clipping did.
+    m_epochGradNorm = m_clipNormSum.defined() ? m_clipNormSum.item<double>() / static_cast<double>(batches) : 0.0;
     if (m_rank == 0 && m_clipNormSum.defined()) {
         const double clipped = m_clippedSteps.item<double>();
-        log("epoch " + std::to_string(epoch) + ": gradient norm before clipping: mean "
-            + formatGeneral(m_clipNormSum.item<double>() / static_cast<double>(batches), 3) + ", largest "
+        log("epoch " + std::to_string(epoch) + ": gradient norm before clipping: mean " + formatGeneral(m_epochGradNorm, 3) + ", largest "
             + formatGeneral(m_clipNormMax.item<double>(), 3) + "; clipped to " + formatGeneral(config.gradClipNorm) + " in "
             + formatFixed(100.0 * clipped / static_cast<double>(batches), 0) + "% of the " + std::to_string(batches) + " steps");
     }
@@ -909,7 +909,7 @@ void Replica::run()
             const double testAcc = evaluate(epoch);
             if (!m_failure.empty())
                 break;
-            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate, {}, 0.0};
+            EpochMetrics m{epoch, m_epochLoss, m_epochAcc, testAcc, m_epochSeconds, m_epochRate, {}, m_epochLearningRate, {}, 0.0, m_epochGradNorm};
             if (m_localRank == 0) {
                 // Every local replica has warmed up by now: each took part in this epoch's all-reduces.
                 std::lock_guard<std::mutex> lock(m_world.mutex);
