@@ -440,8 +440,9 @@ train() {
   # The warm-up before epoch 1 (speed.warmup): its seconds are in no epoch's time, so they are shown here. The
   # record's figure is the slowest replica's (the log line is rank 0's).
   local warm=
-  [ -n "$run" ] && warm=$(sed -nE 's/.*"warmup_seconds": *([0-9.eE+-]+).*/\1/p' "$run/summary.json" 2>/dev/null | head -n 1)
-  [ -n "$warm" ] && [ "$warm" != 0.0 ] && [ "$warm" != 0 ] && figures[i]+="; warm-up $(printf '%.2f' "$warm") s before epoch 1"
+  [ -n "$run" ] && warm=$(sed -nE 's/.*"warmup_seconds": *([0-9.eE+-]+).*/\1/p' "$run/summary.json" 2>/dev/null \
+    | awk 'NR == 1 && $1 > 0 { printf "%.2f", $1 }')
+  [ -n "$warm" ] && figures[i]+="; warm-up ${warm} s before epoch 1"
   if grep -q 'CUDA graphs off' "$log"; then figures[i]+="; CUDA graphs OFF: $(grep -m 1 -o 'capturing.*' "$log")"
   elif grep -q 'CUDA graphs: captured' "$log"; then figures[i]+="; CUDA graphs captured"
   fi
