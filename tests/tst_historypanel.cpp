@@ -7,6 +7,8 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QTableView>
@@ -14,6 +16,7 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <algorithm>
 #include <filesystem>
 
 using trainlab::HistoryPanel;
@@ -31,28 +34,47 @@ private Q_SLOTS:
     void timeToTargetColumn();
     void tooltipSummarizesDevices();
     void recipeAndWarmup();
+    void filterNarrowsTheTable_data();
+    void filterNarrowsTheTable();
+    void sortsNumbersAsNumbers();
 
 private:
-    QString fakeRun(const QString &name, const QList<double> &testAcc);
+    QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
+                    trainlab::RunStatus status = trainlab::RunStatus::Completed, const std::string &precision = "fp32");
+    // The Name column as the table shows it, top to bottom.
+    static QStringList shownNames(const HistoryPanel &panel);
     QTemporaryDir m_tmp;
     QString m_runsDir;
 };
 
-QString tst_HistoryPanel::fakeRun(const QString &name, const QList<double> &testAcc)
+QString tst_HistoryPanel::fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds,
+                                  trainlab::RunStatus status, const std::string &precision)
 {
     trainlab::ExperimentConfig c;
     c.name = name.toStdString();
-    c.epochs = static_cast<int>(testAcc.size());
+    c.precision = precision;
+    c.epochs = std::max(1, static_cast<int>(testAcc.size()));
     trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
     trainlab::RunResult result;
     for (int i = 0; i < testAcc.size(); ++i) {
-        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], 1.0, 10.0, {}, 0.0, {}, 0.0, 0.0};
+        trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], epochSeconds, 10.0, {}, 0.0, {}, 0.0, 0.0};
         record.commitEpoch(m, std::string());
         result.epochs.push_back(m);
     }
-    result.status = trainlab::RunStatus::Completed;
+    result.status = status;
+    if (status == trainlab::RunStatus::Failed)
+        result.error = "out of memory";
     record.finish(result);
     return QString::fromStdString(record.dir());
+}
+
+QStringList tst_HistoryPanel::shownNames(const HistoryPanel &panel)
+{
+    QStringList names;
+    const QAbstractItemModel *shown = panel.table()->model();
+    for (int row = 0; row < shown->rowCount(); ++row)
+        names << shown->index(row, trainlab::RunHistoryModel::Name).data().toString();
+    return names;
 }
 
 void tst_HistoryPanel::init()
@@ -291,6 +313,82 @@ void tst_HistoryPanel::recipeAndWarmup()
     QCOMPARE(cell(plain, trainlab::RunHistoryModel::Recipe), QStringLiteral("d2l"));
     QVERIFY2(cell(tuned, 0, Qt::ToolTipRole).contains(QStringLiteral("Warm-up before epoch 1: 2.3 s")), qPrintable(cell(tuned, 0, Qt::ToolTipRole)));
     QVERIFY(!cell(plain, 0, Qt::ToolTipRole).contains(QStringLiteral("Warm-up")));
+}
+
+void tst_HistoryPanel::filterNarrowsTheTable_data()
+{
+    QTest::addColumn<QString>("filter");
+    QTest::addColumn<QStringList>("shown");
+    QTest::addColumn<QString>("count");
+    // The model's order is the newest first (and, within a second, by folder name): gamma, beta, alpha.
+    QTest::newRow("empty") << "" << QStringList{"gamma", "beta", "alpha"} << "3 runs";
+    QTest::newRow("a name, any case") << "BETA" << QStringList{"beta"} << "1 of 3 runs";
+    QTest::newRow("the recipe column") << "bf16" << QStringList{"gamma", "beta"} << "2 of 3 runs";
+    QTest::newRow("every word, any column") << "bf16 failed" << QStringList{"beta"} << "1 of 3 runs";
+    QTest::newRow("spaces around") << "  completed  " << QStringList{"gamma", "alpha"} << "2 of 3 runs";
+    QTest::newRow("nothing matches") << "bf16 alpha" << QStringList{} << "0 of 3 runs";
+}
+
+void tst_HistoryPanel::filterNarrowsTheTable()
+{
+    QFETCH(QString, filter);
+    QFETCH(QStringList, shown);
+    QFETCH(QString, count);
+    const QString alpha = fakeRun(QStringLiteral("alpha"), {0.5});
+    fakeRun(QStringLiteral("beta"), {0.2}, 1.0, trainlab::RunStatus::Failed, "bf16");
+    fakeRun(QStringLiteral("gamma"), {0.7}, 1.0, trainlab::RunStatus::Completed, "bf16");
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    panel.table()->selectAll();
+    QCOMPARE(chart.overlayCount(), 3);
+    panel.filterEdit()->setText(filter);
+    QCOMPARE(shownNames(panel), shown);
+    QCOMPARE(panel.shownLabel()->text(), count);
+    // What is hidden is not selected: the overlays, exports and deletes act on the rows in view only.
+    QCOMPARE(panel.selectedRuns().size(), shown.size());
+    QCOMPARE(chart.overlayCount(), shown.size());
+    // A refresh keeps the filter, and Ctrl+F in the panel goes back to it.
+    panel.refresh();
+    QCOMPARE(shownNames(panel), shown);
+    panel.show();
+    panel.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&panel));
+    panel.table()->setFocus();
+    QTest::keySequence(panel.table(), QKeySequence::Find);
+    QVERIFY(panel.filterEdit()->hasFocus());
+    panel.filterEdit()->clear();
+    QCOMPARE(shownNames(panel), (QStringList{"gamma", "beta", "alpha"}));
+    QVERIFY(!alpha.isEmpty());
+}
+
+void tst_HistoryPanel::sortsNumbersAsNumbers()
+{
+    fakeRun(QStringLiteral("r0-none"), {}, 1.0, trainlab::RunStatus::Failed);
+    fakeRun(QStringLiteral("r1-slow"), {0.9}, 100.0);
+    fakeRun(QStringLiteral("r2-fast"), {0.85}, 9.5);
+    fakeRun(QStringLiteral("r3-middle"), {0.100}, 10.2);
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    QCOMPARE(panel.sortColumn(), -1);
+    QCOMPARE(shownNames(panel), (QStringList{"r3-middle", "r2-fast", "r1-slow", "r0-none"}));
+    // As text, "10.2" < "100.0" < "9.5"; as seconds, 9.5 < 10.2 < 100. A run without an epoch has no value: last.
+    panel.sortBy(trainlab::RunHistoryModel::SecPerEpoch, Qt::AscendingOrder);
+    QCOMPARE(shownNames(panel), (QStringList{"r2-fast", "r3-middle", "r1-slow", "r0-none"}));
+    panel.sortBy(trainlab::RunHistoryModel::BestAcc, Qt::DescendingOrder);
+    QCOMPARE(shownNames(panel), (QStringList{"r1-slow", "r2-fast", "r3-middle", "r0-none"}));
+    // The top row is the most accurate run, whatever its place in the model.
+    panel.table()->selectRow(0);
+    QCOMPARE(panel.selectedRuns().size(), 1);
+    QCOMPARE(panel.selectedRuns().front().name, std::string("r1-slow"));
+    panel.refresh();
+    QCOMPARE(panel.selectedRuns().front().name, std::string("r1-slow"));
+    QCOMPARE(shownNames(panel), (QStringList{"r1-slow", "r2-fast", "r3-middle", "r0-none"}));
+    // A column the settings remember from another version is no sort at all.
+    panel.sortBy(99, Qt::DescendingOrder);
+    QCOMPARE(panel.sortColumn(), -1);
+    QCOMPARE(shownNames(panel), (QStringList{"r3-middle", "r2-fast", "r1-slow", "r0-none"}));
 }
 
 QTEST_MAIN(tst_HistoryPanel)

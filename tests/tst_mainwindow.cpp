@@ -753,11 +753,15 @@ void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
         window.setRunsDir(chosen);
         QVERIFY(!window.form()->advancedOpen());
         window.form()->setAdvancedOpen(true);
+        QCOMPARE(window.history()->horizontalHeader()->sortIndicatorSection(), -1);
+        window.history()->sortByColumn(trainlab::RunHistoryModel::BestAcc, Qt::DescendingOrder);
         QVERIFY(window.close());
     }
     {
         MainWindow window;
         QVERIFY(window.form()->advancedOpen());   // the form's Advanced section opens as it was left
+        QCOMPARE(window.history()->horizontalHeader()->sortIndicatorSection(), int(trainlab::RunHistoryModel::BestAcc));
+        QCOMPARE(window.history()->horizontalHeader()->sortIndicatorOrder(), Qt::DescendingOrder);
         QCOMPARE(window.runsDir(), chosen);
         QCOMPARE(window.historyModel()->runsDir(), chosen);
         bool listed = false;

@@ -5,6 +5,7 @@
 #include "ui/chartexport.h"
 #include "ui/accuracychart.h"
 #include "ui/experimentfile.h"
+#include "ui/runhistoryfilter.h"
 #include "ui/runhistorymodel.h"
 #include "ui/runsstorage.h"
 
@@ -17,6 +18,7 @@
 #include <QHeaderView>
 #include <QItemSelectionModel>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
 #include <QTableView>
@@ -29,12 +31,19 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     : QWidget(parent)
     , m_chart(chart)
     , m_model(new RunHistoryModel(this))
+    , m_filter(new RunHistoryFilter(this))
     , m_table(new QTableView)
+    , m_filterEdit(new QLineEdit)
+    , m_shown(new QLabel)
     , m_storage(new RunsStorage)
     , m_target(new QDoubleSpinBox)
 {
+    m_filter->setSourceModel(m_model);
     m_table->setObjectName(QStringLiteral("history"));
-    m_table->setModel(m_model);
+    m_table->setModel(m_filter);
+    m_table->setSortingEnabled(true);
+    // Unsorted until a header is clicked: the model's order, newest first.
+    m_table->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_table->setAlternatingRowColors(true);
@@ -45,6 +54,23 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::onSelection);
     connect(m_model, &QAbstractItemModel::modelReset, m_table, &QTableView::resizeColumnsToContents);
     connect(m_table, &QTableView::doubleClicked, this, &HistoryPanel::useSelectedConfig);
+    m_filterEdit->setObjectName(QStringLiteral("historyFilter"));
+    m_filterEdit->setPlaceholderText(tr("Filter runs: words in any column, e.g. bf16 failed"));
+    m_filterEdit->setClearButtonEnabled(true);
+    m_filterEdit->setToolTip(tr("Shows the runs whose row contains every word (name, date, devices, recipe, status…); "
+                                "Ctrl+F here"));
+    connect(m_filterEdit, &QLineEdit::textChanged, m_filter, &RunHistoryFilter::setFilterText);
+    connect(m_filterEdit, &QLineEdit::textChanged, this, &HistoryPanel::updateShown);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::updateShown);
+    auto *find = new QAction(this);
+    find->setShortcut(QKeySequence::Find);
+    find->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    connect(find, &QAction::triggered, m_filterEdit, [this] {
+        m_filterEdit->setFocus(Qt::ShortcutFocusReason);
+        m_filterEdit->selectAll();
+    });
+    addAction(find);
+    m_shown->setObjectName(QStringLiteral("historyShown"));
     m_target->setObjectName(QStringLiteral("targetAccuracy"));
     m_target->setRange(0.05, 1.0);
     m_target->setSingleStep(0.01);
@@ -56,8 +82,12 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     bottom->addWidget(m_storage, 1);
     bottom->addWidget(new QLabel(tr("Time to test accuracy:")));
     bottom->addWidget(m_target);
+    auto *top = new QHBoxLayout;
+    top->addWidget(m_filterEdit, 1);
+    top->addWidget(m_shown);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
+    layout->addLayout(top);
     layout->addWidget(m_table, 1);
     layout->addLayout(bottom);
 }
@@ -104,9 +134,9 @@ void HistoryPanel::refresh()
     m_storage->refresh(m_runsDir);
     QItemSelection selection;
     for (const QString &dir : std::as_const(selected)) {
-        const int row = m_model->rowOfDir(dir);
-        if (row >= 0)
-            selection.select(m_model->index(row, 0), m_model->index(row, RunHistoryModel::ColumnCount - 1));
+        const QModelIndex first = m_filter->mapFromSource(m_model->index(m_model->rowOfDir(dir), 0));
+        if (first.isValid())
+            selection.select(first, first.siblingAtColumn(RunHistoryModel::ColumnCount - 1));
     }
     if (!selection.isEmpty())
         m_table->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
@@ -134,7 +164,7 @@ QList<int> HistoryPanel::selectedRows() const
     if (!m_table->selectionModel())
         return rows;
     for (const QModelIndex &index : m_table->selectionModel()->selectedRows())
-        rows << index.row();
+        rows << m_filter->mapToSource(index).row();
     std::sort(rows.begin(), rows.end());
     return rows;
 }
@@ -167,6 +197,30 @@ void HistoryPanel::onSelection()
     m_chart->setOverlays(overlays);
     updateActions();
     Q_EMIT selectionChanged();
+}
+
+int HistoryPanel::sortColumn() const
+{
+    return m_table->horizontalHeader()->sortIndicatorSection();
+}
+
+Qt::SortOrder HistoryPanel::sortOrder() const
+{
+    return m_table->horizontalHeader()->sortIndicatorOrder();
+}
+
+void HistoryPanel::sortBy(int column, Qt::SortOrder order)
+{
+    const bool known = column >= 0 && column < RunHistoryModel::ColumnCount;
+    m_table->sortByColumn(known ? column : -1, order == Qt::DescendingOrder ? order : Qt::AscendingOrder);
+}
+
+void HistoryPanel::updateShown()
+{
+    const int all = m_model->rowCount();
+    const int shown = m_filter->rowCount();
+    const QString runs = all == 1 ? tr("1 run") : tr("%1 runs").arg(all);
+    m_shown->setText(shown == all ? runs : tr("%1 of %2").arg(shown).arg(runs));
 }
 
 void HistoryPanel::useSelectedConfig()

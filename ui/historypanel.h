@@ -9,16 +9,20 @@
 
 class QAction;
 class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
 class QMenu;
 class QTableView;
 
 namespace trainlab {
 
 class AccuracyChart;
+class RunHistoryFilter;
 class RunHistoryModel;
 class RunsStorage;
 
-// The run history: the table of the runs folder, the storage line under it, the selected runs overlaid on the
+// The run history: the table of the runs folder (sorted by a header click, narrowed by the filter line above it),
+// the storage line under it, the selected runs overlaid on the
 // chart, and the History menu's actions (use configuration, open folder, delete, delete checkpoints, export).
 class HistoryPanel : public QWidget
 {
@@ -40,8 +44,15 @@ public:
     void updateActions();
 
     QTableView *table() const { return m_table; }
+    QLineEdit *filterEdit() const { return m_filterEdit; }
+    // The column the table is sorted by (-1: the model's order, newest first), kept in the settings.
+    int sortColumn() const;
+    Qt::SortOrder sortOrder() const;
+    void sortBy(int column, Qt::SortOrder order);
+    QLabel *shownLabel() const { return m_shown; }
     QDoubleSpinBox *targetBox() const { return m_target; }
     RunHistoryModel *model() const { return m_model; }
+    // The selected runs as RunHistoryModel rows, in the model's order (newest first), whatever the table's sort.
     QList<int> selectedRows() const;
     QVector<RunSummary> selectedRuns() const;
     // The selected runs' metrics (with the time split) or devices.csv rows in one CSV; false after error().
@@ -56,6 +67,7 @@ Q_SIGNALS:
 
 private:
     void onSelection();
+    void updateShown();
     void useSelectedConfig();
     void openSelectedFolder();
     QStringList deletableSelectedDirs() const;
@@ -66,7 +78,10 @@ private:
 
     AccuracyChart *m_chart;
     RunHistoryModel *m_model;
+    RunHistoryFilter *m_filter;
     QTableView *m_table;
+    QLineEdit *m_filterEdit;
+    QLabel *m_shown;
     RunsStorage *m_storage;
     QDoubleSpinBox *m_target;
     QString m_runsDir;

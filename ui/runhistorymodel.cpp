@@ -156,6 +156,8 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         }
         return tip;
     }
+    if (role == SortRole)
+        return sortValue(index);
     if (role == Qt::TextAlignmentRole && index.column() >= Batch && index.column() <= ToTarget && index.column() != Recipe)
         return QVariant(Qt::AlignRight | Qt::AlignVCenter);
     if (role != Qt::DisplayRole)
@@ -200,6 +202,35 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         return statusText(row);
     default:
         return {};
+    }
+}
+
+QVariant RunHistoryModel::sortValue(const QModelIndex &index) const
+{
+    const Row &row = m_rows[index.row()];
+    const RunSummary &s = row.summary;
+    const bool done = s.epochsDone > 0;
+    switch (index.column()) {
+    case Date:
+        return QString::fromStdString(s.startTime);
+    case Batch:
+        return row.hasConfig ? QVariant(static_cast<qlonglong>(row.config.batchSize)) : QVariant();
+    case LearningRate:
+        return row.hasConfig ? QVariant(row.config.learningRate) : QVariant();
+    case Epochs:
+        return s.epochsDone;
+    case BestAcc:
+        return done ? QVariant(s.bestTestAcc) : QVariant();
+    case FinalAcc:
+        return done ? QVariant(s.finalTestAcc) : QVariant();
+    case SecPerEpoch:
+        return done ? QVariant(s.meanEpochSeconds) : QVariant();
+    case ToTarget: {
+        const std::optional<TargetReached> reached = timeToTarget(row.epochs, m_target);
+        return reached ? QVariant(reached->seconds) : QVariant();
+    }
+    default:
+        return data(index);
     }
 }
 

@@ -21,6 +21,8 @@ class RunHistoryModel : public QAbstractTableModel
 public:
     enum Column { Name, Date, Devices, Batch, LearningRate, Recipe, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, ColumnCount };
     static constexpr int DirRole = Qt::UserRole;
+    // What a column sorts by: numbers as numbers (10.2 s after 9.5 s), the UTC start time for the date, none when empty.
+    static constexpr int SortRole = Qt::UserRole + 1;
 
     explicit RunHistoryModel(QObject *parent = nullptr);
 
@@ -55,6 +57,7 @@ private:
         std::pair<std::filesystem::file_time_type, std::uintmax_t> configStamp, metricsStamp;
     };
     QString statusText(const Row &row) const;
+    QVariant sortValue(const QModelIndex &index) const;
 
     QString m_runsDir;
     QString m_activeRunDir;
