@@ -3,7 +3,7 @@
 #include "core/train/observer.h"
 
 #include <QProcess>
-#include <QtTest>
+#include <QTest>
 
 #include <atomic>
 #include <vector>

@@ -1,15 +1,15 @@
 #include "ui/accuracychart.h"
 
-#include <QFile>
 #include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
 #include <QImage>
+#include <QLegend>
 #include <QSet>
 #include <QSignalSpy>
-#include <QElapsedTimer>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QValueAxis>
-#include <QLegend>
-#include <QtTest>
 
 using trainlab::AccuracyChart;
 using trainlab::EpochMetrics;

@@ -2,7 +2,7 @@
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 // The trainlab program as a user starts it: its command line, the missing display, the smoke test.
 class tst_App : public QObject

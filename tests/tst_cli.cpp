@@ -10,12 +10,14 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <QProcess>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 // The sanitizer and LibTorch 2.x jobs set TRAINLAB_TEST_SHORT: rows that mostly wait on peers, timeouts or
 // signals run in the main build only, where they cost a third as much.

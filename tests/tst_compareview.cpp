@@ -2,21 +2,22 @@
 
 #include "core/runs/runrecord.h"
 
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
-#include <QBarSet>
 #include <QLineSeries>
 #include <QStackedBarSeries>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <string>
 #include <vector>

@@ -2,8 +2,10 @@
 
 #include <torch/version.h>
 
+#include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <sys/stat.h>
 

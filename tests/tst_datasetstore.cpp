@@ -2,8 +2,9 @@
 #include "core/data/idx.h"
 #include "core/util/sha256.h"
 
+#include <QDir>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <cstdlib>
 #include <filesystem>

@@ -3,7 +3,7 @@
 #include "core/runs/runrecord.h"
 
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <atomic>
 #include <chrono>

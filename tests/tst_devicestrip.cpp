@@ -1,6 +1,6 @@
 #include "ui/devicestrip.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <cstdlib>
 

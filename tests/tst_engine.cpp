@@ -8,8 +8,9 @@
 
 #include <torch/torch.h>
 
+#include <QElapsedTimer>
 #include <QRegularExpression>
-#include <QtTest>
+#include <QTest>
 
 #include <thread>
 

@@ -6,22 +6,23 @@
 
 #include "testutil.h"
 
+#include <QAction>
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QDir>
+#include <QFile>
 #include <QFileInfo>
-#include <QPixmap>
-#include <QAction>
 #include <QImage>
 #include <QLabel>
 #include <QListWidget>
+#include <QPixmap>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 using trainlab::EvaluationView;
 

@@ -5,8 +5,12 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <fstream>
 #include <sys/resource.h>

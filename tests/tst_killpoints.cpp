@@ -6,9 +6,11 @@
 
 #include "runcheck.h"
 
+#include <QDir>
+#include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #include "core/train/launcher.h"
 
-#include <QtTest>
+#include <QTest>
 
 #include <map>
 #include <stdexcept>

@@ -6,7 +6,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
-#include <QtTest>
+#include <QTest>
 
 using trainlab::LrFinderDialog;
 

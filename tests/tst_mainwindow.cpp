@@ -10,7 +10,9 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QHeaderView>
 #include <QImage>
 #include <QInputDialog>
@@ -20,17 +22,19 @@
 #include <QLineEdit>
 #include <QListWidget>
 #include <QMessageBox>
-#include <QRegularExpression>
 #include <QPlainTextEdit>
+#include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QSpinBox>
+#include <QRegularExpression>
 #include <QSettings>
+#include <QSignalSpy>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <QTest>
 #include <QTimer>
-#include <QtTest>
 
 #include <fcntl.h>
 #include <sys/file.h>

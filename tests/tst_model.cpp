@@ -12,8 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QDir>
+#include <QFile>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 class tst_Model : public QObject
 {

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include <QtTest>
+#include <QTest>
 
 // The fused SGD step against LibTorch's own: same weights, same momentum buffers, same saved state (issue 22); the
 // learning-rate schedules and early stopping (issue 24).

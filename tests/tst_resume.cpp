@@ -9,10 +9,13 @@
 #include "runcheck.h"
 #include "testutil.h"
 
+#include <QDir>
+#include <QFile>
+#include <QMap>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -4,7 +4,9 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QtTest>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QTest>
 
 using trainlab::RunPanel;
 

@@ -2,7 +2,7 @@
 
 #include <QCryptographicHash>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <fstream>
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <fstream>
 

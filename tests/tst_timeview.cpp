@@ -2,11 +2,13 @@
 #include "ui/timeview.h"
 
 #include <QBarCategoryAxis>
+#include <QFile>
+#include <QFileInfo>
 #include <QImage>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 // The "Time" tab: one stacked bar per epoch and rank, the parts as the engine measured them (issue 23).
 class tst_TimeView : public QObject

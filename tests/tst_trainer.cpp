@@ -5,8 +5,10 @@
 
 #include "testutil.h"
 
+#include <QFile>
+#include <QFileInfo>
 #include <QTemporaryDir>
-#include <QtTest>
+#include <QTest>
 
 #include <thread>
 
