@@ -25,6 +25,8 @@
 #include "core/util/paths.h"
 #include "trainlab/version.h"
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -32,6 +34,8 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -180,6 +184,106 @@ int runsCommand(const trainlab::CliArgs &args)
         std::printf("no runs in %s\n", dir.c_str());
         return 0;
     }
+    // One row per run; the values --sort orders by are empty where the run has none (they go last).
+    struct Row
+    {
+        std::vector<std::string> cells;
+        std::optional<double> best, toTarget, lr;
+        std::optional<long long> batch;
+        int epochs = 0;
+    };
+    std::vector<Row> rows;
+    for (const auto &r : runs) {
+        Row row;
+        const std::string name = std::filesystem::path(r.dir).filename().string();
+        const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
+        row.epochs = r.epochsDone;
+        std::string note;
+        if (r.status == "unreadable")
+            note = r.error;
+        else if (r.status == "interrupted")
+            note = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
+        else if (r.canResume())
+            note = "trainlab-cli resume to go on";
+        char best[32] = "-";
+        if (r.epochsDone > 0) {
+            std::snprintf(best, sizeof best, "%.4f", r.bestTestAcc);
+            row.best = r.bestTestAcc;
+        }
+        std::string toTarget = "-";
+        if (r.epochsDone > 0 && r.status != "unreadable") {
+            try {
+                const auto reached = trainlab::timeToTarget(trainlab::readMetrics(r.dir), trainlab::kDefaultTargetAccuracy);
+                toTarget = trainlab::formatTimeToTarget(reached);
+                if (reached)
+                    row.toTarget = reached->seconds;
+            } catch (const std::exception &) {
+                // metrics.csv unreadable: the run's own line says enough
+            }
+        }
+        // What was trained, from the run's own config.json ("-" where it cannot be read).
+        std::string lr = "-", batch = "-", recipe = "-";
+        if (r.status != "unreadable") {
+            try {
+                const auto config = trainlab::ExperimentConfig::load(r.dir + "/config.json");
+                lr = trainlab::formatGeneral(config.learningRate, 4);
+                batch = std::to_string(config.batchSize);
+                recipe = trainlab::recipeText(config);
+                row.lr = config.learningRate;
+                row.batch = config.batchSize;
+            } catch (const std::exception &) {
+                // History and resume name the problem; the table stays readable
+            }
+        }
+        row.cells = {name, r.status, epochs, best, toTarget, lr, batch, recipe, note};
+        rows.push_back(std::move(row));
+    }
+    // --filter: every word somewhere in the row, in any case (as the window's History filter).
+    const auto lower = [](std::string text) {
+        std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        return text;
+    };
+    std::vector<std::string> words;
+    std::istringstream in(lower(args.filter));
+    for (std::string word; in >> word;)
+        words.push_back(word);
+    rows.erase(std::remove_if(rows.begin(), rows.end(),
+                              [&](const Row &row) {
+                                  std::string text;
+                                  for (const std::string &cell : row.cells)
+                                      text += lower(cell) + '\n';
+                                  return std::any_of(words.begin(), words.end(),
+                                                     [&](const std::string &w) { return text.find(w) == std::string::npos; });
+                              }),
+               rows.end());
+    if (rows.empty()) {
+        std::printf("no run of the %zu in %s holds every word of \"%s\"\n", runs.size(), dir.c_str(), args.filter.c_str());
+        return 0;
+    }
+    // --sort: the listing is the newest first already ("date"); a stable sort keeps that order among equals.
+    const auto byValue = [](const auto &value, bool highestFirst) {
+        return [value, highestFirst](const Row &a, const Row &b) {
+            const auto va = value(a), vb = value(b);
+            if (!va || !vb)
+                return va.has_value() && !vb.has_value();
+            return highestFirst ? *va > *vb : *va < *vb;
+        };
+    };
+    const std::string &key = args.sort;
+    if (key == "best")
+        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.best; }, true));
+    else if (key == "to")
+        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.toTarget; }, false));
+    else if (key == "lr")
+        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.lr; }, false));
+    else if (key == "batch")
+        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.batch; }, false));
+    else if (key == "epochs")
+        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return std::optional<int>(r.epochs); }, true));
+    else if (key == "name" || key == "status")
+        std::stable_sort(rows.begin(), rows.end(), [column = key == "name" ? 0 : 1](const Row &a, const Row &b) {
+            return a.cells[column] < b.cells[column];
+        });
     // Padded columns; a row without a note ends at its recipe, not in blanks.
     const auto printRow = [](const std::vector<std::string> &cells) {
         static const std::size_t widths[] = {44, 12, 9, 8, 18, 8, 6, 24};
@@ -194,41 +298,8 @@ int runsCommand(const trainlab::CliArgs &args)
         std::printf("%s\n", line.c_str());
     };
     printRow({"RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "LR", "BATCH", "RECIPE", "NOTE"});
-    for (const auto &r : runs) {
-        const std::string name = std::filesystem::path(r.dir).filename().string();
-        const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
-        std::string note;
-        if (r.status == "unreadable")
-            note = r.error;
-        else if (r.status == "interrupted")
-            note = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
-        else if (r.canResume())
-            note = "trainlab-cli resume to go on";
-        char best[32] = "-";
-        if (r.epochsDone > 0)
-            std::snprintf(best, sizeof best, "%.4f", r.bestTestAcc);
-        std::string toTarget = "-";
-        if (r.epochsDone > 0 && r.status != "unreadable") {
-            try {
-                toTarget = trainlab::formatTimeToTarget(trainlab::timeToTarget(trainlab::readMetrics(r.dir), trainlab::kDefaultTargetAccuracy));
-            } catch (const std::exception &) {
-                // metrics.csv unreadable: the run's own line says enough
-            }
-        }
-        // What was trained, from the run's own config.json ("-" where it cannot be read).
-        std::string lr = "-", batch = "-", recipe = "-";
-        if (r.status != "unreadable") {
-            try {
-                const auto config = trainlab::ExperimentConfig::load(r.dir + "/config.json");
-                lr = trainlab::formatGeneral(config.learningRate, 4);
-                batch = std::to_string(config.batchSize);
-                recipe = trainlab::recipeText(config);
-            } catch (const std::exception &) {
-                // History and resume name the problem; the table stays readable
-            }
-        }
-        printRow({name, r.status, epochs, best, toTarget, lr, batch, recipe, note});
-    }
+    for (const Row &row : rows)
+        printRow(row.cells);
     return 0;
 }
 

@@ -36,6 +36,8 @@ struct CliArgs
     std::optional<double> minLr, maxLr;   // lr-find
     std::optional<int> steps;     // lr-find
     std::string csv;              // runs --csv metrics|devices: every run's table on stdout
+    std::string sort;             // runs --sort date|name|status|epochs|best|to|lr|batch ("": date, the newest first)
+    std::string filter;           // runs --filter WORDS: the rows holding every word
     std::string error;
 };
 

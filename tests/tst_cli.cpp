@@ -5,6 +5,7 @@
 #include "httpserver.h"
 #include "testutil.h"
 
+#include <algorithm>
 #include <csignal>
 #include <pwd.h>
 #include <sys/types.h>
@@ -126,6 +127,7 @@ private Q_SLOTS:
     void foreignServerAtMasterPort_data();
     void foreignServerAtMasterPort();
     void monitorLinePerEpoch();
+    void runsSortAndFilter();
     void hostileEnvironment_data();
     void hostileEnvironment();
 
@@ -172,6 +174,11 @@ void tst_Cli::badUsage_data()
     QTest::newRow("classify bad invert") << QStringList{"classify", "r", "a.png", "--invert", "maybe"} << "--invert: auto, yes or no, got \"maybe\"";
     QTest::newRow("export without file") << QStringList{"export", "r", "--format", "pytorch"} << "export: needs OUT.pth";
     QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
+    QTest::newRow("runs bad sort") << QStringList{"runs", "--sort", "accuracy"}
+                                   << "--sort: best, to, lr, batch, epochs, name, status or date, got \"accuracy\"";
+    QTest::newRow("runs filter without words") << QStringList{"runs", "--filter"} << "--filter: needs a value";
+    QTest::newRow("runs sort with csv") << QStringList{"runs", "--csv", "metrics", "--sort", "best"}
+                                        << "runs: --sort and --filter order and narrow the table, not --csv";
     QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "onnx", "m.onnx"} << "--format: only pytorch";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
     QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
@@ -801,6 +808,63 @@ void tst_Cli::monitorLinePerEpoch()
     const Outcome plain = cli({QStringLiteral("runs"), QStringLiteral("--monitor")});
     QCOMPARE(plain.exitCode, 2);
     QVERIFY2(plain.err.contains(QStringLiteral("\"--monitor\"")), qPrintable(plain.err));
+}
+
+namespace {
+
+// A finished run's record, written as the engine writes it: test accuracy per epoch, each epoch taking `seconds`.
+void recordRun(const QString &runsDir, const char *name, const std::string &precision, const QList<double> &testAcc,
+               double seconds)
+{
+    trainlab::ExperimentConfig c;
+    c.name = name;
+    c.precision = precision;
+    c.epochs = std::max(1, static_cast<int>(testAcc.size()));
+    trainlab::RunRecord record(runsDir.toStdString(), c, c.devices);
+    trainlab::RunResult result;
+    for (int i = 0; i < testAcc.size(); ++i) {
+        const trainlab::EpochMetrics m{i + 1, 1.0, 0.5, testAcc[i], seconds, 10.0, {}, 0.1, {}, 0.0, 0.0};
+        record.commitEpoch(m, std::string());
+        result.epochs.push_back(m);
+    }
+    result.status = testAcc.isEmpty() ? trainlab::RunStatus::Failed : trainlab::RunStatus::Completed;
+    record.finish(result);
+}
+
+// The runs table's rows, each as the run's name (its folder without the leading date).
+QStringList tableNames(const QString &out)
+{
+    QStringList names;
+    for (const QString &line : out.split('\n', Qt::SkipEmptyParts).mid(1))
+        names << line.section(QLatin1Char(' '), 0, 0).section(QLatin1Char('-'), 2);
+    return names;
+}
+
+} // namespace
+
+void tst_Cli::runsSortAndFilter()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("sorted-runs"));
+    // Made in this order, so the listing (the newest first, then by folder) is d, c, b, a.
+    recordRun(runs, "a-slow", "fp32", {0.5, 0.91}, 10.0);
+    recordRun(runs, "b-fast", "bf16", {0.92}, 3.0);
+    recordRun(runs, "c-none", "bf16", {}, 1.0);
+    recordRun(runs, "d-mid", "fp32", {0.6}, 1.0);
+    const QStringList base{QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs};
+    // Highest accuracy first; a run without an epoch has none and goes last.
+    const Outcome best = cli(base + QStringList{QStringLiteral("--sort"), QStringLiteral("best")});
+    QVERIFY2(best.exitCode == 0, qPrintable(best.err));
+    QCOMPARE(tableNames(best.out), (QStringList{"b-fast", "a-slow", "d-mid", "c-none"}));
+    // The fastest to 0.90 first (3 s, then 20 s); the runs that never got there keep the listing's order.
+    const Outcome to = cli(base + QStringList{QStringLiteral("--sort"), QStringLiteral("to")});
+    QCOMPARE(tableNames(to.out), (QStringList{"b-fast", "a-slow", "d-mid", "c-none"}));
+    QVERIFY2(to.out.contains(QRegularExpression(QStringLiteral("b-fast +completed +1/1 +0\\.9200 +3\\.0 s \\(epoch 1\\)"))), qPrintable(to.out));
+    // Every word, in any case, somewhere in the row: the recipe says bf16, the status failed.
+    const Outcome filtered = cli(base + QStringList{QStringLiteral("--filter"), QStringLiteral("BF16 failed")});
+    QCOMPARE(tableNames(filtered.out), QStringList{"c-none"});
+    const Outcome none = cli(base + QStringList{QStringLiteral("--filter"), QStringLiteral("bf16 a-slow"), QStringLiteral("--sort"), QStringLiteral("lr")});
+    QCOMPARE(none.exitCode, 0);
+    QCOMPARE(none.out, QStringLiteral("no run of the 4 in %1 holds every word of \"bf16 a-slow\"\n").arg(runs));
 }
 
 void tst_Cli::hostileEnvironment_data()
