@@ -60,8 +60,11 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     m_filterEdit->setToolTip(tr("Shows the runs whose row contains every word (name, date, devices, recipe, status…); "
                                 "Ctrl+F here"));
     connect(m_filterEdit, &QLineEdit::textChanged, m_filter, &RunHistoryFilter::setFilterText);
-    connect(m_filterEdit, &QLineEdit::textChanged, this, &HistoryPanel::updateShown);
-    connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::updateShown);
+    // The count follows what the table shows: a refresh, a new filter, or a run whose row changes in or out of it.
+    connect(m_filter, &QAbstractItemModel::modelReset, this, &HistoryPanel::updateShown);
+    connect(m_filter, &QAbstractItemModel::rowsInserted, this, &HistoryPanel::updateShown);
+    connect(m_filter, &QAbstractItemModel::rowsRemoved, this, &HistoryPanel::updateShown);
+    connect(m_filter, &QAbstractItemModel::layoutChanged, this, &HistoryPanel::updateShown);
     auto *find = new QAction(this);
     find->setShortcut(QKeySequence::Find);
     find->setShortcutContext(Qt::WidgetWithChildrenShortcut);
