@@ -23,19 +23,19 @@
 #include "core/util/atomicfile.h"
 #include "core/util/numtext.h"
 #include "core/util/paths.h"
+#include "core/util/wordfilter.h"
 #include "trainlab/version.h"
 
 #include <algorithm>
-#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -188,8 +188,7 @@ int runsCommand(const trainlab::CliArgs &args)
     struct Row
     {
         std::vector<std::string> cells;
-        std::optional<double> best, toTarget, lr;
-        std::optional<long long> batch;
+        std::optional<double> best, toTarget, lr, batch;
         int epochs = 0;
     };
     std::vector<Row> rows;
@@ -230,7 +229,7 @@ int runsCommand(const trainlab::CliArgs &args)
                 batch = std::to_string(config.batchSize);
                 recipe = trainlab::recipeText(config);
                 row.lr = config.learningRate;
-                row.batch = config.batchSize;
+                row.batch = static_cast<double>(config.batchSize);
             } catch (const std::exception &) {
                 // History and resume name the problem; the table stays readable
             }
@@ -239,21 +238,13 @@ int runsCommand(const trainlab::CliArgs &args)
         rows.push_back(std::move(row));
     }
     // --filter: every word somewhere in the row, in any case (as the window's History filter).
-    const auto lower = [](std::string text) {
-        std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-        return text;
-    };
-    std::vector<std::string> words;
-    std::istringstream in(lower(args.filter));
-    for (std::string word; in >> word;)
-        words.push_back(word);
+    const trainlab::WordFilter filter(args.filter);
     rows.erase(std::remove_if(rows.begin(), rows.end(),
                               [&](const Row &row) {
                                   std::string text;
                                   for (const std::string &cell : row.cells)
-                                      text += lower(cell) + '\n';
-                                  return std::any_of(words.begin(), words.end(),
-                                                     [&](const std::string &w) { return text.find(w) == std::string::npos; });
+                                      text += cell + '\n';
+                                  return !filter.matches(text);
                               }),
                rows.end());
     if (rows.empty()) {
@@ -261,29 +252,28 @@ int runsCommand(const trainlab::CliArgs &args)
         return 0;
     }
     // --sort: the listing is the newest first already ("date"); a stable sort keeps that order among equals.
-    const auto byValue = [](const auto &value, bool highestFirst) {
-        return [value, highestFirst](const Row &a, const Row &b) {
-            const auto va = value(a), vb = value(b);
+    using Value = std::optional<double>;
+    static const std::map<std::string, std::pair<Value (*)(const Row &), bool>> numeric = {
+        {"best", {[](const Row &r) { return r.best; }, true}},
+        {"epochs", {[](const Row &r) { return Value(r.epochs); }, true}},
+        {"to", {[](const Row &r) { return r.toTarget; }, false}},
+        {"lr", {[](const Row &r) { return r.lr; }, false}},
+        {"batch", {[](const Row &r) { return r.batch; }, false}},
+    };
+    if (const auto key = numeric.find(args.sort); key != numeric.end()) {
+        const auto value = key->second.first;
+        const bool highestFirst = key->second.second;
+        std::stable_sort(rows.begin(), rows.end(), [value, highestFirst](const Row &a, const Row &b) {
+            const Value va = value(a), vb = value(b);
             if (!va || !vb)
                 return va.has_value() && !vb.has_value();
             return highestFirst ? *va > *vb : *va < *vb;
-        };
-    };
-    const std::string &key = args.sort;
-    if (key == "best")
-        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.best; }, true));
-    else if (key == "to")
-        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.toTarget; }, false));
-    else if (key == "lr")
-        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.lr; }, false));
-    else if (key == "batch")
-        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return r.batch; }, false));
-    else if (key == "epochs")
-        std::stable_sort(rows.begin(), rows.end(), byValue([](const Row &r) { return std::optional<int>(r.epochs); }, true));
-    else if (key == "name" || key == "status")
-        std::stable_sort(rows.begin(), rows.end(), [column = key == "name" ? 0 : 1](const Row &a, const Row &b) {
+        });
+    } else if (args.sort == "name" || args.sort == "status") {
+        std::stable_sort(rows.begin(), rows.end(), [column = args.sort == "name" ? 0 : 1](const Row &a, const Row &b) {
             return a.cells[column] < b.cells[column];
         });
+    }
     // Padded columns; a row without a note ends at its recipe, not in blanks.
     const auto printRow = [](const std::vector<std::string> &cells) {
         static const std::size_t widths[] = {44, 12, 9, 8, 18, 8, 6, 24};
@@ -554,8 +544,14 @@ int lrFindCommand(const trainlab::CliArgs &args, const trainlab::ExperimentConfi
     options.steps = args.steps.value_or(options.steps);
     if (const auto problems = trainlab::validateLrFinder(options); !problems.empty())
         return printProblems("lr-find", problems);
-    std::printf("learning-rate range test on %s: batch %lld, %d steps from %s to %s (%s)\n", config.devices.front().c_str(),
-                static_cast<long long>(config.batchSize), options.steps, trainlab::formatGeneral(options.minLr).c_str(),
+    std::string shares;
+    if (const auto devices = static_cast<long long>(config.devices.size()); devices > 1) {
+        const long long low = config.batchSize / devices;
+        shares = " as " + std::to_string(devices) + " devices take it (" + std::to_string(low)
+                 + (config.batchSize % devices ? "-" + std::to_string(low + 1) : std::string()) + " each, one after another)";
+    }
+    std::printf("learning-rate range test on %s: batch %lld%s, %d steps from %s to %s (%s)\n", config.devices.front().c_str(),
+                static_cast<long long>(config.batchSize), shares.c_str(), options.steps, trainlab::formatGeneral(options.minLr).c_str(),
                 trainlab::formatGeneral(options.maxLr).c_str(), origin.c_str());
     std::fflush(stdout);
     const int every = std::max(1, options.steps / 20);

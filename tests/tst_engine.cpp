@@ -175,6 +175,7 @@ private Q_SLOTS:
     void winogradRun();
     void scheduleReachesTheOptimizer();
     void lrFinderRuns();
+    void lrFinderTakesTheRunsShares();
     void lrFinderSuggestion_data();
     void lrFinderSuggestion();
 };
@@ -784,6 +785,36 @@ void tst_Engine::lrFinderRuns()
     QVERIFY2(blown.error.empty(), blown.error.c_str());
     QVERIFY(blown.diverged);
     QVERIFY2(blown.points.size() < 16, std::to_string(blown.points.size()).c_str());
+}
+
+// With two devices the test's first loss is the two-replica run's first step: BatchNorm over each device's share,
+// not over the whole batch (the loss a single device gives, which differs).
+void tst_Engine::lrFinderTakesTheRunsShares()
+{
+#ifdef TRAINLAB_SANITIZED
+    QSKIP("the range test runs in the main build");
+#endif
+    trainlab::ExperimentConfig c;
+    c.dataset.trainLimit = 16;
+    c.dataset.testLimit = 8;
+    c.batchSize = 16;
+    c.cpuThreads = 2;
+    trainlab::LrFinderOptions o;
+    o.steps = 10;
+    trainlab::StopFlag stop{false};
+    const auto firstLoss = [&](std::vector<std::string> devices) {
+        c.devices = std::move(devices);
+        stop = false;
+        const auto r = trainlab::findLearningRate(c, o, stop, [&](const trainlab::LrFinderPoint &) { stop = true; });
+        return r.points.empty() ? -1.0 : r.points.front().loss;
+    };
+    const double two = firstLoss({"cpu", "cpu"}), one = firstLoss({"cpu"});
+    RecordingObserver observer;
+    auto run = train(2, resnet, trainlab::loadData(c.dataset, 10), 1, 16, observer);
+    QCOMPARE(toString(run.result.status), "completed");
+    const double runLoss = observer.epochs.at(0).trainLoss;   // one step: the loss before its update
+    QVERIFY2(qAbs(two - runLoss) < 1e-4 * runLoss, qPrintable(QStringLiteral("%1 against %2").arg(two).arg(runLoss)));
+    QVERIFY2(qAbs(one - runLoss) > 1e-3 * runLoss, qPrintable(QStringLiteral("%1 against %2").arg(one).arg(runLoss)));
 }
 
 void tst_Engine::lrFinderSuggestion_data()

@@ -387,6 +387,13 @@ void tst_HistoryPanel::sortsNumbersAsNumbers()
     panel.refresh();
     QCOMPARE(panel.selectedRuns().front().name, std::string("r1-slow"));
     QCOMPARE(shownNames(panel), (QStringList{"r1-slow", "r2-fast", "r3-middle", "r0-none"}));
+    // The time to the target follows the target's box: at 0.90 only r1 reaches it, at 0.80 r2 does first.
+    panel.sortBy(trainlab::RunHistoryModel::ToTarget, Qt::AscendingOrder);
+    QCOMPARE(shownNames(panel).front(), QStringLiteral("r1-slow"));
+    panel.targetBox()->setValue(0.8);
+    QCOMPARE(shownNames(panel).mid(0, 2), (QStringList{"r2-fast", "r1-slow"}));
+    panel.targetBox()->setValue(0.9);
+    QCOMPARE(shownNames(panel).front(), QStringLiteral("r1-slow"));
     // A column the settings remember from another version is no sort at all.
     panel.sortBy(99, Qt::DescendingOrder);
     QCOMPARE(panel.sortColumn(), -1);

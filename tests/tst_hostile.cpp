@@ -8,6 +8,7 @@
 #include "core/train/trainer.h"
 #include "core/util/numtext.h"
 #include "core/util/paths.h"
+#include "core/util/wordfilter.h"
 #include "testutil.h"
 
 #include <QElapsedTimer>
@@ -114,6 +115,8 @@ private Q_SLOTS:
     void missingResourcesNamed();
     void mirrorsChecked_data();
     void mirrorsChecked();
+    void wordFilterAnyCase_data();
+    void wordFilterAnyCase();
 
 private:
     QTemporaryDir m_tmp;
@@ -263,6 +266,7 @@ void tst_Hostile::nodeReportChecked_data()
     d.samples = 4;
     d.meanUtilization = 87.5;
     report.devices.push_back(d);
+    report.warmupSeconds = 1.5;
     QTest::newRow("as sent") << QString::fromStdString(trainlab::encodeNodeReport(2, report)) << QString();
     QTest::newRow("another epoch's") << QString::fromStdString(trainlab::encodeNodeReport(1, report)) << "not epoch 2's";
     QTest::newRow("not JSON") << "{\"epoch\": 2," << "not JSON";
@@ -270,6 +274,8 @@ void tst_Hostile::nodeReportChecked_data()
     QTest::newRow("short row") << R"({"epoch": 2, "time": [[3, 1, 2]], "devices": ""})" << "not [rank, 5 seconds]";
     QTest::newRow("negative part") << R"({"epoch": 2, "time": [[3, 0, -1, 0, 0, 0]], "devices": ""})" << "not a number of seconds";
     QTest::newRow("devices not a table") << R"({"epoch": 2, "time": [], "devices": 7})" << "no \"devices\" table";
+    QTest::newRow("negative warm-up") << R"({"epoch": 2, "time": [], "devices": "", "warmup": -1})" << "\"warmup\" is not a number of seconds";
+    QTest::newRow("warm-up as text") << R"({"epoch": 2, "time": [], "devices": "", "warmup": "1.5"})" << "\"warmup\" is not a number of seconds";
 }
 
 void tst_Hostile::nodeReportChecked()
@@ -288,6 +294,7 @@ void tst_Hostile::nodeReportChecked()
         QCOMPARE(r.devices[0].cudaId, std::string("cuda:0"));
         QCOMPARE(*r.devices[0].meanUtilization, 87.5);
         QVERIFY(!r.devices[0].peakMemory);
+        QCOMPARE(r.warmupSeconds, 1.5);
     } catch (const std::runtime_error &e) {
         QVERIFY2(!error.isEmpty() && QString::fromStdString(e.what()).contains(error), e.what());
     }
@@ -516,6 +523,39 @@ void tst_Hostile::mirrorsChecked()
     QFETCH(QString, shown);
     QCOMPARE(trainlab::mirrorProblem(url.toStdString()).empty(), allowed);
     QCOMPARE(QString::fromStdString(trainlab::redactUrl(url.toStdString())), shown);
+}
+
+void tst_Hostile::wordFilterAnyCase_data()
+{
+    QTest::addColumn<QByteArray>("text");
+    QTest::addColumn<QByteArray>("query");
+    QTest::addColumn<bool>("matches");
+    QTest::newRow("ASCII, any case") << QByteArray("fmnist-BF16\nfailed") << QByteArray("bf16 FAILED") << true;
+    QTest::newRow("every word needed") << QByteArray("bf16\ncompleted") << QByteArray("bf16 failed") << false;
+    QTest::newRow("white space in the query") << QByteArray("run-a\ncompleted") << QByteArray(" \tA  completed\n") << true;
+    QTest::newRow("empty query") << QByteArray("anything") << QByteArray("   ") << true;
+    QTest::newRow("Latin-1 capitals") << QByteArray("\xc3\x84RGER-Lauf") << QByteArray("\xc3\xa4rger lauf") << true;
+    QTest::newRow("Cyrillic") << QByteArray("\xd0\x9f\xd0\xa0\xd0\x9e\xd0\x93\xd0\x9e\xd0\x9d-1") << QByteArray("\xd0\xbf\xd1\x80\xd0\xbe\xd0\xb3\xd0\xbe\xd0\xbd") << true;
+    QTest::newRow("Greek, query in capitals") << QByteArray("\xce\xb1\xce\xbb\xcf\x86\xce\xb1") << QByteArray("\xce\x91\xce\x9b\xce\xa6\xce\x91") << true;
+    QTest::newRow("bytes that are not UTF-8 kept") << QByteArray("run\xff\xfeX") << QByteArray("\xff\xfex") << true;
+    QTest::newRow("an overlong slash is no slash") << QByteArray("a\xc0\xaf" "b") << QByteArray("a/b") << false;
+    QTest::newRow("a cut-off character") << QByteArray("run\xc3") << QByteArray("RUN") << true;
+}
+
+// History and `runs --filter` fold case the same way, Unicode included, and never by the process's locale.
+void tst_Hostile::wordFilterAnyCase()
+{
+    QFETCH(QByteArray, text);
+    QFETCH(QByteArray, query);
+    QFETCH(bool, matches);
+    LocaleGuard restore;
+    for (const char *locale : {"C", "de_DE.UTF-8", "tr_TR.UTF-8"}) {
+        if (!std::setlocale(LC_ALL, locale))
+            continue;
+        const trainlab::WordFilter filter(query.toStdString());
+        QVERIFY2(filter.matches(text.toStdString()) == matches, locale);
+    }
+    QCOMPARE(trainlab::WordFilter::fold("\xc3\x84\xc3\x96\xc3\x9c-Ab"), std::string("\xc3\xa4\xc3\xb6\xc3\xbc-ab"));
 }
 
 QTEST_GUILESS_MAIN(tst_Hostile)

@@ -65,12 +65,15 @@ LrFinderDialog::LrFinderDialog(const ExperimentConfig &config, QWidget *parent)
     m_use->setEnabled(false);
     m_use->setText(tr("&Use Suggested Rate"));
 
-    auto *intro = new QLabel(tr("Trains %1 on %2 with batch %3 at a learning rate rising from the minimum to the maximum, "
+    const int devices = static_cast<int>(m_config.devices.size());
+    // The run's step on one device: each device's share of the batch in turn.
+    const QString batch = devices > 1 ? tr("batch %1 (the shares of its %2 devices, one after another)").arg(m_config.batchSize).arg(devices)
+                                      : tr("batch %1").arg(m_config.batchSize);
+    auto *intro = new QLabel(tr("Trains %1 on %2 with %3 at a learning rate rising from the minimum to the maximum, "
                                 "one step each, and draws the loss against the rate. The loss falls, then turns and "
                                 "climbs: a good rate to start from lies about ten times below the lowest point. Nothing "
                                 "is kept; the form's recipe (momentum, weight decay, precision) is used.")
-                                 .arg(QString::fromStdString(m_config.name), QString::fromStdString(m_config.devices.front()))
-                                 .arg(m_config.batchSize));
+                                 .arg(QString::fromStdString(m_config.name), QString::fromStdString(m_config.devices.front()), batch));
     intro->setWordWrap(true);
 
     m_loss->setName(tr("loss"));

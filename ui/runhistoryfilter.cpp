@@ -14,10 +14,10 @@ RunHistoryFilter::RunHistoryFilter(QObject *parent)
 
 void RunHistoryFilter::setFilterText(const QString &text)
 {
-    const QStringList words = text.split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    if (words == m_words)
+    WordFilter words(text.toStdString());
+    if (words.words() == m_words.words())
         return;
-    m_words = words;
+    m_words = std::move(words);
     invalidateFilter();
 }
 
@@ -29,11 +29,7 @@ bool RunHistoryFilter::filterAcceptsRow(int sourceRow, const QModelIndex &source
     QString row;
     for (int column = 0; column < model->columnCount(sourceParent); ++column)
         row += model->index(sourceRow, column, sourceParent).data().toString() + QLatin1Char('\n');
-    for (const QString &word : m_words) {
-        if (!row.contains(word, Qt::CaseInsensitive))
-            return false;
-    }
-    return true;
+    return m_words.matches(row.toStdString());
 }
 
 bool RunHistoryFilter::lessThan(const QModelIndex &left, const QModelIndex &right) const

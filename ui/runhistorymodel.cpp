@@ -80,6 +80,7 @@ void RunHistoryModel::refresh()
                 // No readable metrics.csv: the other columns come from summary.json.
             }
         }
+        row.reached = timeToTarget(row.epochs, m_target);
         m_rows.append(row);
     }
     endResetModel();
@@ -88,6 +89,8 @@ void RunHistoryModel::refresh()
 void RunHistoryModel::setTarget(double target)
 {
     m_target = target;
+    for (Row &row : m_rows)
+        row.reached = timeToTarget(row.epochs, m_target);
     Q_EMIT headerDataChanged(Qt::Horizontal, ToTarget, ToTarget);
     if (!m_rows.isEmpty())
         Q_EMIT dataChanged(index(0, ToTarget), index(rowCount() - 1, ToTarget));
@@ -194,7 +197,7 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
     case SecPerEpoch:
         return done ? QString::number(s.meanEpochSeconds, 'f', 1) : QString();
     case ToTarget: {
-        const std::optional<TargetReached> reached = timeToTarget(row.epochs, m_target);
+        const std::optional<TargetReached> &reached = row.reached;
         return reached ? tr("%1 s (%2)").arg(QString::number(reached->seconds, 'f', 1)).arg(reached->epoch)
                        : done ? QStringLiteral("–") : QString();
     }
@@ -226,8 +229,7 @@ QVariant RunHistoryModel::sortValue(const QModelIndex &index) const
     case SecPerEpoch:
         return done ? QVariant(s.meanEpochSeconds) : QVariant();
     case ToTarget: {
-        const std::optional<TargetReached> reached = timeToTarget(row.epochs, m_target);
-        return reached ? QVariant(reached->seconds) : QVariant();
+        return row.reached ? QVariant(row.reached->seconds) : QVariant();
     }
     default:
         return data(index);

@@ -9,6 +9,7 @@
 #include <QVector>
 
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 namespace trainlab {
@@ -52,6 +53,7 @@ private:
         bool hasConfig = false;
         ExperimentConfig config;
         std::vector<EpochMetrics> epochs;   // metrics.csv, for the time to the target
+        std::optional<TargetReached> reached;   // of epochs at m_target: kept, as sorting asks for it per comparison
         // config.json's and metrics.csv's modification time and size when read: a refresh reads them again
         // only when they changed, so a large runs folder refreshes at the cost of its summaries.
         std::pair<std::filesystem::file_time_type, std::uintmax_t> configStamp, metricsStamp;

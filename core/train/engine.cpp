@@ -436,7 +436,7 @@ void Replica::exchangeNodeReports(int epoch, EpochMetrics &m)
 {
     const NodeOptions &node = m_world.options.node;
     if (node.nodeRank != 0) {
-        NodeReport mine{m.time, {}};
+        NodeReport mine{m.time, {}, m.warmupSeconds};
         if (m_world.nodeSampler) {
             mine.devices = m_world.nodeSampler->takeEpoch();
             nameByNode(mine.devices, nodeDevicePrefix(node.nodeRank, node.processesPerNode));
@@ -457,6 +457,8 @@ void Replica::exchangeNodeReports(int epoch, EpochMetrics &m)
                 throw std::runtime_error("did not arrive within 10 s");
             NodeReport report = decodeNodeReport(epoch, m_rendezvous->get(key, key));
             m.time.insert(m.time.end(), report.time.begin(), report.time.end());
+            // The world's warm-up is its slowest replica's: epoch 1 starts for all once every node's is done.
+            m.warmupSeconds = std::max(m.warmupSeconds, report.warmupSeconds);
             devices.insert(devices.end(), report.devices.begin(), report.devices.end());
         } catch (const std::exception &e) {
             log("node " + std::to_string(k) + "'s epoch " + std::to_string(epoch) + " times and devices left out of the record: "

@@ -78,7 +78,8 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
 
         const std::int64_t n = data.train.size();
         const std::int64_t batch = std::min<std::int64_t>(config.batchSize, n);
-        const auto loss = torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(config.labelSmoothing);
+        const std::int64_t world = static_cast<std::int64_t>(config.devices.size());
+        const auto loss = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum).label_smoothing(config.labelSmoothing);
         std::vector<std::int64_t> order;
         std::int64_t next = n;
         int epoch = 0;
@@ -94,22 +95,32 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
                 order = epochPermutation(n, config.seed, ++epoch);
                 next = 0;
             }
-            const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(order.begin() + next, order.begin() + next + batch));
-            next += batch;
-            torch::Tensor x = toInput(data.train.images.index_select(0, index)).to(device);
-            if (layout != MemoryLayout::Nchw)
-                x = channelsLast(x);
-            const torch::Tensor y = data.train.labels.index_select(0, index).to(device);
             const double t = options.steps > 1 ? static_cast<double>(step - 1) / (options.steps - 1) : 0.0;
             const double lr = options.minLr * std::pow(options.maxLr / options.minLr, t);
             optimizer->zero_grad();
-            const torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x).to(torch::kFloat32), y, loss);
-            l.backward();
+            // Each device's share in turn, as the run's replicas take them (BatchNorm sees the same images), their
+            // gradients summed: the run's step in one device's memory.
+            double lossSum = 0.0;
+            for (std::int64_t r = 0; r < world; ++r) {
+                const std::int64_t mine = batch / world + (r < batch % world ? 1 : 0);
+                if (mine == 0)
+                    continue;
+                const std::int64_t offset = next + r * (batch / world) + std::min(r, batch % world);
+                const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(order.begin() + offset, order.begin() + offset + mine));
+                torch::Tensor x = toInput(data.train.images.index_select(0, index)).to(device);
+                if (layout != MemoryLayout::Nchw)
+                    x = channelsLast(x);
+                const torch::Tensor y = data.train.labels.index_select(0, index).to(device);
+                const torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x).to(torch::kFloat32), y, loss);
+                (l * (1.0 / static_cast<double>(batch))).backward();
+                lossSum += l.item<double>();
+            }
+            next += batch;
             sgdStep(*optimizer, lr, config);
             LrFinderPoint point;
             point.step = step;
             point.learningRate = lr;
-            point.loss = l.item<double>();
+            point.loss = lossSum / static_cast<double>(batch);
             if (!std::isfinite(point.loss)) {
                 result.diverged = true;
                 break;

@@ -43,9 +43,10 @@ struct LrFinderResult
 
 // Problems with options, each "field: what is wrong, got value"; empty when valid.
 std::vector<std::string> validateLrFinder(const LrFinderOptions &options);
-// Runs the test on config's first device with its whole batch, model, init, seed, momentum, weight decay, label
-// smoothing and precision (no augmentation, no schedule: the rate is the test's). The weights are thrown away;
-// nothing is written. Never throws: the result's error says what went wrong. progress is called after each step.
+// Runs the test on config's first device with its model, init, seed, momentum, weight decay, label smoothing and
+// precision (no augmentation, no schedule: the rate is the test's). Each step is the run's: the global batch split
+// into the shares its devices would take, one share after another, their gradients summed. The weights are thrown
+// away; nothing is written. Never throws: the result's error says what went wrong. progress is called after each step.
 LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOptions &options, const StopFlag &stop,
                                 const std::function<void(const LrFinderPoint &)> &progress = {});
 // The suggestion and the lowest-loss rate from a curve (exposed for tests).

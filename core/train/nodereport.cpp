@@ -24,7 +24,7 @@ std::string encodeNodeReport(int epoch, const NodeReport &report)
     std::string devices = std::string(RunRecord::devicesHeader()) + "\n";
     for (const DeviceEpochStats &d : report.devices)
         devices += RunRecord::devicesRow(epoch, d);
-    return nlohmann::json{{"epoch", epoch}, {"time", time}, {"devices", devices}}.dump();
+    return nlohmann::json{{"epoch", epoch}, {"time", time}, {"devices", devices}, {"warmup", report.warmupSeconds}}.dump();
 }
 
 NodeReport decodeNodeReport(int epoch, const std::string &text)
@@ -50,6 +50,12 @@ NodeReport decodeNodeReport(int epoch, const std::string &text)
             *parts[i] = row[i + 1].get<double>();
         }
         report.time.push_back(t);
+    }
+    // Absent in an older node's report: no warm-up to tell.
+    if (const auto warmup = j.find("warmup"); warmup != j.end()) {
+        if (!warmup->is_number() || !std::isfinite(warmup->get<double>()) || warmup->get<double>() < 0)
+            throw std::runtime_error("\"warmup\" is not a number of seconds");
+        report.warmupSeconds = warmup->get<double>();
     }
     const auto devices = j.find("devices");
     if (devices == j.end() || !devices->is_string())

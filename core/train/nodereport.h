@@ -14,6 +14,7 @@ struct NodeReport
 {
     std::vector<TimeSplit> time;
     std::vector<DeviceEpochStats> devices;   // ids already named by node ("node1:gpu0")
+    double warmupSeconds = 0.0;              // the node's slowest replica's warm-up, with its first epoch
 };
 
 std::string nodeReportKey(int epoch, int node);
