@@ -4,6 +4,7 @@
 #include "ui/experimentform.h"
 #include "ui/lrfinderdialog.h"
 #include "ui/mainwindow.h"
+#include "ui/queuepanel.h"
 #include "ui/runhistorymodel.h"
 #include "ui/timeview.h"
 
@@ -114,6 +115,7 @@ private Q_SLOTS:
     void closingDuringARunExitsCleanly();
     void destroyingDuringARunDoesNotHang();
     void settingsRememberRecentFilesAndRunsFolder();
+    void rangeTestHoldsTheDevices();
 
 private:
     // A small real experiment on the built-in sample, entered through the form's widgets.
@@ -778,6 +780,38 @@ void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
     }
     MainWindow window;
     QCOMPARE(window.runsDir(), chosen);
+}
+
+// The range test and the runs take turns on the devices: while the test trains nothing starts, a queue started
+// meanwhile starts its run once the test ends, and while the queue goes the test waits.
+void tst_MainWindow::rangeTestHoldsTheDevices()
+{
+    MainWindow window;
+    window.show();
+    enterShortExperiment(window, 1, 40);
+    auto *start = child<QPushButton>(window, "startButton");
+    LrFinderDialog *finder = window.openLrFinder();
+    QVERIFY(finder);
+    QCOMPARE(window.openLrFinder(), finder);   // the open one, not a second test
+    finder->start();
+    QVERIFY(finder->isRunning() && window.isRangeTestRunning());
+    QVERIFY(!start->isEnabled());
+    window.startRun();
+    QVERIFY(!window.isRunning());
+    QSignalSpy ended(&window, &MainWindow::runEnded);
+    window.queuePanel()->addExperiment(window.form()->config());
+    window.queuePanel()->startQueue();
+    QVERIFY(!window.isRunning());
+    finder->stop();
+    QTRY_VERIFY_WITH_TIMEOUT(!finder->isRunning(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.isRunning(), 10000);
+    finder->start();
+    QVERIFY(!finder->isRunning());
+    QVERIFY2(finder->statusText().contains(QLatin1String("a run trains on these devices")), qPrintable(finder->statusText()));
+    QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 120000);
+    QCOMPARE(ended.first().first().value<trainlab::RunResult>().status, trainlab::RunStatus::Completed);
+    QVERIFY(start->isEnabled());
+    finder->close();
 }
 
 QTEST_MAIN(tst_MainWindow)

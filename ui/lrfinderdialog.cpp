@@ -173,6 +173,10 @@ void LrFinderDialog::start()
 {
     if (isRunning() || !m_startStop->isEnabled())
         return;
+    if (const QString busy = m_busy ? m_busy() : QString(); !busy.isEmpty()) {
+        m_status->setText(busy);
+        return;
+    }
     m_result = LrFinderResult();
     m_pending.clear();
     m_loss->clear();
@@ -205,6 +209,7 @@ void LrFinderDialog::start()
             });
         },
         [this](const LrFinderResult &result) { done(result); });
+    Q_EMIT started();
 }
 
 void LrFinderDialog::stop()

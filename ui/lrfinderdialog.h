@@ -7,6 +7,7 @@
 #include <QTimer>
 #include <QVector>
 
+#include <functional>
 #include <memory>
 
 class QLabel;
@@ -31,15 +32,20 @@ public:
     explicit LrFinderDialog(const ExperimentConfig &config, QWidget *parent = nullptr);
     ~LrFinderDialog() override;
 
+    // Asked before each start: why the devices are busy (a run, the queue), or empty when the test may train.
+    void setBusyCheck(std::function<QString()> check) { m_busy = std::move(check); }
     void start();
     void stop();
     bool isRunning() const { return m_thread != nullptr; }
+    // Closed while its test ran: it goes once the step in progress ends.
+    bool isClosing() const { return m_deleteWhenDone; }
     int pointCount() const;
     double suggestedLearningRate() const { return m_result.suggestedLr; }
     QString statusText() const;
 
 Q_SIGNALS:
     void learningRateChosen(double learningRate);
+    void started();
     void finished();
 
 protected:
@@ -70,6 +76,7 @@ private:
     std::shared_ptr<StopFlag> m_stop;
     QThread *m_thread = nullptr;
     bool m_deleteWhenDone = false;
+    std::function<QString()> m_busy;
     double m_lossTop = 0.0;
     double m_lossLow = 0.0;   // the lowest point drawn
 };

@@ -298,24 +298,53 @@ void MainWindow::updateTitle()
 void MainWindow::updateActions()
 {
     const bool running = m_runner->isRunning();
-    const bool canStart = !running && m_form->isValid();
+    const bool canStart = !running && !isRangeTestRunning() && m_form->isValid();
     const bool canStop = running && !m_runner->isStopping();
     m_runPanel->setEnabled(canStart, canStop);
     m_historyPanel->updateActions();
-    m_resumeActions->update(m_historyPanel->selectedRuns(), running);
+    m_resumeActions->update(m_historyPanel->selectedRuns(), running || isRangeTestRunning());
 }
 
 LrFinderDialog *MainWindow::openLrFinder()
 {
-    if (isRunning() || !m_form->isValid()) {
-        statusBar()->showMessage(isRunning() ? tr("Find Learning Rate trains on the run's devices: stop the run first")
-                                             : tr("Find Learning Rate: the form has problems (listed under it)"), 8000);
+    if (m_lrFinder && !m_lrFinder->isClosing())
+        return m_lrFinder;
+    if (m_lrFinder) {
+        statusBar()->showMessage(tr("Find Learning Rate: the closed test is ending its step; try again in a moment"), 8000);
+        return nullptr;
+    }
+    const QString busy = devicesBusy();
+    if (!busy.isEmpty() || !m_form->isValid()) {
+        statusBar()->showMessage(!busy.isEmpty() ? tr("Find Learning Rate: %1").arg(busy)
+                                                 : tr("Find Learning Rate: the form has problems (listed under it)"), 8000);
         return nullptr;
     }
     auto *dialog = new LrFinderDialog(m_form->config(), this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setBusyCheck([this] { return devicesBusy(); });
     connect(dialog, &LrFinderDialog::learningRateChosen, m_form, &ExperimentForm::setLearningRate);
+    connect(dialog, &LrFinderDialog::started, this, &MainWindow::updateActions);
+    // The devices are free again: a queue that waited for them goes on.
+    connect(dialog, &LrFinderDialog::finished, this, [this] {
+        updateActions();
+        m_queuePanel->onRunnerIdle();
+    });
+    m_lrFinder = dialog;
     return dialog;
+}
+
+QString MainWindow::devicesBusy() const
+{
+    if (isRunning())
+        return tr("a run trains on these devices: stop it first");
+    if (m_queuePanel->isActive())
+        return tr("the queue starts its next run on these devices: stop the queue first");
+    return {};
+}
+
+bool MainWindow::isRangeTestRunning() const
+{
+    return m_lrFinder && m_lrFinder->isRunning();
 }
 
 LaunchDialog *MainWindow::openLaunchDialog()
@@ -348,9 +377,17 @@ void MainWindow::useRunConfig(const ExperimentConfig &config)
         m_file->loadUnsaved(config);
 }
 
+bool MainWindow::refusedForRangeTest()
+{
+    if (!isRangeTestRunning())
+        return false;
+    statusBar()->showMessage(tr("A learning-rate range test trains on these devices: stop it first"), 8000);
+    return true;
+}
+
 void MainWindow::startRun()
 {
-    if (m_runner->isRunning() || !m_form->isValid())
+    if (m_runner->isRunning() || !m_form->isValid() || refusedForRangeTest())
         return;
     const ExperimentConfig config = m_form->config();
     prepareRunView(QString::fromStdString(config.name), config.epochs, config.devices);
@@ -360,7 +397,7 @@ void MainWindow::startRun()
 
 void MainWindow::resumeRun(const QString &runDir, int epochs)
 {
-    if (m_runner->isRunning())
+    if (m_runner->isRunning() || refusedForRangeTest())
         return;
     ExperimentConfig config;
     try {
@@ -376,7 +413,8 @@ void MainWindow::resumeRun(const QString &runDir, int epochs)
 
 bool MainWindow::launchQueued(const QueueEntry &entry, bool resume)
 {
-    if (m_runner->isRunning())
+    // The range test's end brings the queue back (openLrFinder).
+    if (m_runner->isRunning() || isRangeTestRunning())
         return false;
     m_queuedRun = true;
     const QString name = QString::fromStdString(entry.tag.empty() ? entry.config.name : entry.config.name + "  " + entry.tag.label());

@@ -7,6 +7,7 @@
 #include "ui/metatypes.h"
 
 #include <QMainWindow>
+#include <QPointer>
 #include <QString>
 
 class QDockWidget;
@@ -52,10 +53,12 @@ public:
     bool isModified() const { return m_file->isModified(); }
     // Run > Launch on a Cluster…: the current experiment's torchrun and Slurm command lines (deleted on close).
     LaunchDialog *openLaunchDialog();
-    // Run > Find Learning Rate…: the range test on the form's experiment (deleted on close); null while a run trains
-    // (the test would share its devices) or while the form has problems.
+    // Run > Find Learning Rate…: the range test on the form's experiment (deleted on close), or the one already open;
+    // null while a run trains or the queue goes (the test would share their devices) or while the form has problems.
+    // While its test trains, no run starts: Start waits, and the queue starts its next run when the test ends.
     LrFinderDialog *openLrFinder();
     bool isRunning() const;
+    bool isRangeTestRunning() const;
     QString currentFile() const { return m_file->currentFile(); }
     QString runsDir() const;
     QString lastError() const { return m_lastError; }
@@ -93,6 +96,10 @@ private:
     void updateActions();
     void chooseRunsDir();
     void showError(const QString &title, const QString &text);
+    // Why a range test may not train now (a run, the queue), or empty.
+    QString devicesBusy() const;
+    // True, and the status bar says why, while a range test trains on the devices a run would take.
+    bool refusedForRangeTest();
     bool launchQueued(const QueueEntry &entry, bool resume);
     void addCurrentToQueue();
     void chooseSweepToCompare();
@@ -118,6 +125,7 @@ private:
     EvaluationView *m_evaluationView;
     QDockWidget *m_queueDock = nullptr;
     CompareView *m_compare = nullptr;
+    QPointer<LrFinderDialog> m_lrFinder;
 
     QString m_runsDir;
     QString m_savedRunsDir;         // what the settings keep: --runs-dir lasts one session

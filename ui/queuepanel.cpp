@@ -305,7 +305,7 @@ void QueuePanel::launchNext()
     const auto at = static_cast<std::size_t>(i);
     // Busy with a run of its own: the window's next idle brings the queue back here.
     if (!m_launcher || !m_launcher(m_queue->at(at), m_queue->resumes(at))) {
-        setMessage(tr("Waiting for the current run to end."));
+        setMessage(tr("Waiting for the devices: a run or a learning-rate range test is using them."));
         return;
     }
     m_current = i;
