@@ -228,7 +228,7 @@ void tst_TensorBoard::blockedFolderIsOnlyAWarning()
     QCOMPARE(trainlab::readMetrics(dir).size(), size_t(2));
 }
 
-// grad_clip_norm's mean norm is a scalar of its own; a run without clipping has none.
+// The epoch's mean gradient norm is a scalar of its own; an epoch without one (0: recorded before it was measured) has none.
 void tst_TensorBoard::gradNormOnlyWhereMeasured()
 {
     trainlab::EpochMetrics m = epoch(1, 0.5);

@@ -264,7 +264,7 @@ private:
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0, m_epochGradNorm = 0;
     // With grad_clip_norm: the epoch's gradient norms before clipping (sum, largest, steps clipped), kept on the
     // device and updated in place (a captured update replays into them), read once at the epoch's end.
-    torch::Tensor m_clipNormSum, m_clipNormMax, m_clippedSteps;
+    torch::Tensor m_gradNormSum, m_gradNormMax, m_clippedSteps;
     std::unique_ptr<SplitTimer> m_timer;
     // The last evaluation's logits of every test image (summed over ranks), for evaluation.json at the end.
     torch::Tensor m_lastLogits;
@@ -371,11 +371,11 @@ void Replica::prepareLocal()
     // After the load, which gives each parameter the strides it was saved with.
     m_layout = applySpeedSwitches(*m_model, config, m_deviceId);
     makeGradientBuckets();
-    if (config.gradClipNorm > 0) {
-        m_clipNormSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
-        m_clipNormMax = torch::zeros_like(m_clipNormSum);
-        m_clippedSteps = torch::zeros_like(m_clipNormSum);
-    }
+    // Every run's epochs carry their gradient norm (TensorBoard's train/grad_norm); clipping also counts its steps.
+    m_gradNormSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
+    m_gradNormMax = torch::zeros_like(m_gradNormSum);
+    if (config.gradClipNorm > 0)
+        m_clippedSteps = torch::zeros_like(m_gradNormSum);
 #ifdef TRAINLAB_WITH_CUDA
     if (config.speed.cudaGraphs && m_device.is_cuda())
         m_graphs = std::make_unique<StepGraphs>();
@@ -483,11 +483,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
     const torch::Tensor perm = torch::tensor(order, torch::kInt64).to(m_device);
 
     m_model->train();
-    if (m_clipNormSum.defined()) {
-        m_clipNormSum.zero_();
-        m_clipNormMax.zero_();
+    m_gradNormSum.zero_();
+    m_gradNormMax.zero_();
+    if (m_clippedSteps.defined())
         m_clippedSteps.zero_();
-    }
     m_epochLearningRate = learningRateAt(config, m_globalStep, batches);
     if (!constantSchedule(config))
         log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(m_epochLearningRate)
@@ -623,11 +622,11 @@ bool Replica::trainEpoch(int epoch, int epochs)
     m_epochAcc = correct / seen;
     m_epochRate = seen / m_epochSeconds;
     // The all-reduced gradient is the same on every rank: rank 0 says what clipping did.
-    m_epochGradNorm = m_clipNormSum.defined() ? m_clipNormSum.item<double>() / static_cast<double>(batches) : 0.0;
-    if (m_rank == 0 && m_clipNormSum.defined()) {
+    m_epochGradNorm = m_gradNormSum.item<double>() / static_cast<double>(batches);
+    if (m_rank == 0 && m_clippedSteps.defined()) {
         const double clipped = m_clippedSteps.item<double>();
         log("epoch " + std::to_string(epoch) + ": gradient norm before clipping: mean " + formatGeneral(m_epochGradNorm, 3) + ", largest "
-            + formatGeneral(m_clipNormMax.item<double>(), 3) + "; clipped to " + formatGeneral(config.gradClipNorm) + " in "
+            + formatGeneral(m_gradNormMax.item<double>(), 3) + "; clipped to " + formatGeneral(config.gradClipNorm) + " in "
             + formatFixed(100.0 * clipped / static_cast<double>(batches), 0) + "% of the " + std::to_string(batches) + " steps");
     }
     return true;
@@ -706,12 +705,13 @@ void Replica::optimizerStep()
 {
     // Read by the step below (fused or LibTorch's); a captured update holds it fixed, so graphs take it only
     // when the schedule is constant.
-    const torch::Tensor norm = sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config);
-    if (norm.defined() && m_clipNormSum.defined()) {
+    const torch::Tensor norm = sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config, true);
+    if (norm.defined()) {
         torch::NoGradGuard noGrad;
-        m_clipNormSum.add_(norm);
-        m_clipNormMax.copy_(at::maximum(m_clipNormMax, norm));
-        m_clippedSteps.add_(norm.gt(m_world.config.gradClipNorm).to(torch::kFloat32));
+        m_gradNormSum.add_(norm);
+        m_gradNormMax.copy_(at::maximum(m_gradNormMax, norm));
+        if (m_clippedSteps.defined())
+            m_clippedSteps.add_(norm.gt(m_world.config.gradClipNorm).to(torch::kFloat32));
     }
 }
 

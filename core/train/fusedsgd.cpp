@@ -96,9 +96,10 @@ void fusedSgdStep(torch::optim::SGD &optimizer)
     }
 }
 
-torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
+namespace {
+
+std::vector<torch::Tensor> gradients(torch::optim::SGD &optimizer)
 {
-    torch::NoGradGuard noGrad;
     std::vector<torch::Tensor> grads;
     for (const auto &group : optimizer.param_groups()) {
         for (const auto &p : group.params()) {
@@ -106,10 +107,32 @@ torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
                 grads.push_back(p.grad());
         }
     }
+    return grads;
+}
+
+torch::Tensor totalNorm(const std::vector<torch::Tensor> &grads)
+{
     if (grads.empty())
         return {};
     const std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
-    const torch::Tensor total = norms.size() == 1 ? norms.front() : at::stack(norms).norm(2);
+    return norms.size() == 1 ? norms.front() : at::stack(norms).norm(2);
+}
+
+} // namespace
+
+torch::Tensor gradientNorm(torch::optim::SGD &optimizer)
+{
+    torch::NoGradGuard noGrad;
+    return totalNorm(gradients(optimizer));
+}
+
+torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> grads = gradients(optimizer);
+    const torch::Tensor total = totalNorm(grads);
+    if (!total.defined())
+        return {};
     const torch::Tensor factor = at::clamp(maxNorm / (total + 1e-6), c10::nullopt, 1.0);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
     at::_foreach_mul_(grads, factor);   // one multi-tensor kernel rather than one per parameter (a GPU step's launches)
@@ -120,11 +143,13 @@ torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm)
     return total;
 }
 
-torch::Tensor sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config)
+torch::Tensor sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config, bool measureNorm)
 {
     torch::Tensor norm;
     if (config.gradClipNorm > 0)
         norm = clipGradientNorm(optimizer, config.gradClipNorm);
+    else if (measureNorm)
+        norm = gradientNorm(optimizer);
     for (auto &group : optimizer.param_groups())
         static_cast<torch::optim::SGDOptions &>(group.options()).lr(lr);
     if (config.speed.fusedSgd)

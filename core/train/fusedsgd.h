@@ -18,10 +18,13 @@ void fusedSgdStep(torch::optim::SGD &optimizer);
 // clip_grad_norm_ does, but without its host sync: the factor stays a device tensor (CUDA graphs can capture it).
 // Returns the norm before clipping, a 0-dim device tensor (undefined when no parameter has a gradient).
 torch::Tensor clipGradientNorm(torch::optim::SGD &optimizer, double maxNorm);
+// The global L2 norm of every gradient of optimizer's parameters, a 0-dim device tensor (no host sync); undefined
+// when no parameter has a gradient.
+torch::Tensor gradientNorm(torch::optim::SGD &optimizer);
 // One step of the run's SGD at learning rate lr (set in every group): the gradients clipped where config's
 // grad_clip_norm says, then fusedSgdStep or SGD::step as speed.fused_sgd says. Training and the range test share it.
-// Returns clipGradientNorm's norm where it clipped, else an undefined tensor.
-torch::Tensor sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config);
+// Returns the gradients' norm before the step where it clipped or measureNorm asks, else an undefined tensor.
+torch::Tensor sgdStep(torch::optim::SGD &optimizer, double lr, const ExperimentConfig &config, bool measureNorm = false);
 
 // The run's SGD over model's parameters: one group, or with weight_decay_norm_and_bias false two, the matrices and
 // kernels (dim > 1) decayed and BatchNorm's weights and the biases not.
