@@ -790,11 +790,16 @@ void tst_MainWindow::rangeTestHoldsTheDevices()
     window.show();
     enterShortExperiment(window, 1, 40);
     auto *start = child<QPushButton>(window, "startButton");
+    QPointer<LrFinderDialog> idle = window.openLrFinder();
+    QVERIFY(idle);
+    // An idle dialog gives way to one with the form as it is now; one whose test trains comes back.
+    retype(child<QSpinBox>(window, "batchSize"), QStringLiteral("10"));
     LrFinderDialog *finder = window.openLrFinder();
-    QVERIFY(finder);
-    QCOMPARE(window.openLrFinder(), finder);   // the open one, not a second test
+    QVERIFY(finder && finder != idle);
+    QTRY_VERIFY(!idle);
     finder->start();
     QVERIFY(finder->isRunning() && window.isRangeTestRunning());
+    QCOMPARE(window.openLrFinder(), finder);
     QVERIFY(!start->isEnabled());
     window.startRun();
     QVERIFY(!window.isRunning());
@@ -807,7 +812,7 @@ void tst_MainWindow::rangeTestHoldsTheDevices()
     QTRY_VERIFY_WITH_TIMEOUT(window.isRunning(), 10000);
     finder->start();
     QVERIFY(!finder->isRunning());
-    QVERIFY2(finder->statusText().contains(QLatin1String("a run trains on these devices")), qPrintable(finder->statusText()));
+    QVERIFY2(finder->statusText().contains(QLatin1String("A run trains on these devices: stop it first.")), qPrintable(finder->statusText()));
     QTRY_COMPARE_WITH_TIMEOUT(ended.size(), 1, 120000);
     QCOMPARE(ended.first().first().value<trainlab::RunResult>().status, trainlab::RunStatus::Completed);
     QVERIFY(start->isEnabled());

@@ -173,8 +173,9 @@ void LrFinderDialog::start()
 {
     if (isRunning() || !m_startStop->isEnabled())
         return;
-    if (const QString busy = m_busy ? m_busy() : QString(); !busy.isEmpty()) {
-        m_status->setText(busy);
+    if (QString busy = m_busy ? m_busy() : QString(); !busy.isEmpty()) {
+        busy[0] = busy[0].toUpper();
+        m_status->setText(busy + QLatin1Char('.'));
         return;
     }
     m_result = LrFinderResult();

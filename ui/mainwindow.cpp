@@ -307,12 +307,15 @@ void MainWindow::updateActions()
 
 LrFinderDialog *MainWindow::openLrFinder()
 {
-    if (m_lrFinder && !m_lrFinder->isClosing())
-        return m_lrFinder;
-    if (m_lrFinder) {
+    if (m_lrFinder && m_lrFinder->isClosing()) {
         statusBar()->showMessage(tr("Find Learning Rate: the closed test is ending its step; try again in a moment"), 8000);
         return nullptr;
     }
+    // One test at a time: the one that trains comes back; an idle one gives way to the form as it is now.
+    if (m_lrFinder && m_lrFinder->isRunning())
+        return m_lrFinder;
+    if (m_lrFinder)
+        m_lrFinder->close();
     const QString busy = devicesBusy();
     if (!busy.isEmpty() || !m_form->isValid()) {
         statusBar()->showMessage(!busy.isEmpty() ? tr("Find Learning Rate: %1").arg(busy)

@@ -53,7 +53,7 @@ public:
     bool isModified() const { return m_file->isModified(); }
     // Run > Launch on a Cluster…: the current experiment's torchrun and Slurm command lines (deleted on close).
     LaunchDialog *openLaunchDialog();
-    // Run > Find Learning Rate…: the range test on the form's experiment (deleted on close), or the one already open;
+    // Run > Find Learning Rate…: the range test on the form's experiment (deleted on close), or the one whose test trains;
     // null while a run trains or the queue goes (the test would share their devices) or while the form has problems.
     // While its test trains, no run starts: Start waits, and the queue starts its next run when the test ends.
     LrFinderDialog *openLrFinder();

@@ -262,8 +262,8 @@ private:
     bool m_stopped = false;
     std::string m_failure;
     double m_epochLoss = 0, m_epochAcc = 0, m_epochSeconds = 0, m_epochRate = 0, m_epochLearningRate = 0, m_epochGradNorm = 0;
-    // With grad_clip_norm: the epoch's gradient norms before clipping (sum, largest, steps clipped), kept on the
-    // device and updated in place (a captured update replays into them), read once at the epoch's end.
+    // The epoch's gradient norms before any clipping (their sum; with grad_clip_norm also the largest and the steps
+    // clipped), kept on the device and updated in place (a captured update replays into them), read at the epoch's end.
     torch::Tensor m_gradNormSum, m_gradNormMax, m_clippedSteps;
     std::unique_ptr<SplitTimer> m_timer;
     // The last evaluation's logits of every test image (summed over ranks), for evaluation.json at the end.
@@ -373,9 +373,10 @@ void Replica::prepareLocal()
     makeGradientBuckets();
     // Every run's epochs carry their gradient norm (TensorBoard's train/grad_norm); clipping also counts its steps.
     m_gradNormSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
-    m_gradNormMax = torch::zeros_like(m_gradNormSum);
-    if (config.gradClipNorm > 0)
+    if (config.gradClipNorm > 0) {
+        m_gradNormMax = torch::zeros_like(m_gradNormSum);
         m_clippedSteps = torch::zeros_like(m_gradNormSum);
+    }
 #ifdef TRAINLAB_WITH_CUDA
     if (config.speed.cudaGraphs && m_device.is_cuda())
         m_graphs = std::make_unique<StepGraphs>();
@@ -484,9 +485,10 @@ bool Replica::trainEpoch(int epoch, int epochs)
 
     m_model->train();
     m_gradNormSum.zero_();
-    m_gradNormMax.zero_();
-    if (m_clippedSteps.defined())
+    if (m_clippedSteps.defined()) {
+        m_gradNormMax.zero_();
         m_clippedSteps.zero_();
+    }
     m_epochLearningRate = learningRateAt(config, m_globalStep, batches);
     if (!constantSchedule(config))
         log("epoch " + std::to_string(epoch) + ": learning rate " + formatGeneral(m_epochLearningRate)
@@ -709,9 +711,10 @@ void Replica::optimizerStep()
     if (norm.defined()) {
         torch::NoGradGuard noGrad;
         m_gradNormSum.add_(norm);
-        m_gradNormMax.copy_(at::maximum(m_gradNormMax, norm));
-        if (m_clippedSteps.defined())
+        if (m_clippedSteps.defined()) {
+            m_gradNormMax.copy_(at::maximum(m_gradNormMax, norm));
             m_clippedSteps.add_(norm.gt(m_world.config.gradClipNorm).to(torch::kFloat32));
+        }
     }
 }
 
