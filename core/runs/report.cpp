@@ -35,8 +35,12 @@ std::string runStartedLine(const RunInfo &info)
 
 std::string epochLine(const EpochMetrics &m, int epochs)
 {
-    return format("epoch %d/%d  loss %.3f  train acc %.3f  test acc %.3f  %.1f sec/epoch  %.0f img/s", m.epoch, epochs,
-                  m.trainLoss, m.trainAcc, m.testAcc, m.seconds, m.imagesPerSecond);
+    std::string line = format("epoch %d/%d  loss %.3f  train acc %.3f  test acc %.3f  %.1f sec/epoch  %.0f img/s", m.epoch,
+                              epochs, m.trainLoss, m.trainAcc, m.testAcc, m.seconds, m.imagesPerSecond);
+    // The epoch's mean gradient norm: a rising one warns of divergence before the loss does.
+    if (m.gradNorm > 0)
+        line += format("  grad norm %.3g", m.gradNorm);
+    return line;
 }
 
 std::string timeSharesLine(const EpochMetrics &m)
