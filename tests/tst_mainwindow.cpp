@@ -116,6 +116,7 @@ private Q_SLOTS:
     void destroyingDuringARunDoesNotHang();
     void settingsRememberRecentFilesAndRunsFolder();
     void rangeTestHoldsTheDevices();
+    void chartHasMostOfTheWidth();
 
 private:
     // A small real experiment on the built-in sample, entered through the form's widgets.
@@ -817,6 +818,18 @@ void tst_MainWindow::rangeTestHoldsTheDevices()
     QCOMPARE(ended.first().first().value<trainlab::RunResult>().status, trainlab::RunStatus::Completed);
     QVERIFY(start->isEnabled());
     finder->close();
+}
+
+// On a 1280-pixel screen the form keeps to its column and the chart has most of the width.
+void tst_MainWindow::chartHasMostOfTheWidth()
+{
+    MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    const int form = window.form()->width(), chart = window.chart()->width();
+    qInfo("form %d px, chart %d px of %d", form, chart, window.width());
+    QVERIFY2(chart >= window.width() / 2, qPrintable(QStringLiteral("chart %1 px, form %2 px").arg(chart).arg(form)));
 }
 
 QTEST_MAIN(tst_MainWindow)

@@ -221,7 +221,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     // Collapsed until asked for (or until one of its fields has a problem): the common knobs come first.
     m_advancedToggle = new QToolButton;
     m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
-    m_advancedToggle->setText(tr("Advanced: momentum, schedule, augmentation, early stop, precision, speed, threads, image limits"));
+    // Short: the collapsed line sets the form's width, and so how much of the window the chart gets.
+    m_advancedToggle->setText(tr("Advanced: recipe, augmentation, precision, speed, limits"));
+    m_advancedToggle->setToolTip(tr("Momentum, weight decay, learning-rate schedule, label smoothing, gradient clipping, "
+                                    "augmentation, early stopping, precision, speed switches, threads, image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_advancedToggle->setArrowType(Qt::RightArrow);
     m_advancedToggle->setCheckable(true);
