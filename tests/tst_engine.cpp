@@ -130,6 +130,17 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
 
+// An experiment on the first images of the built-in sample, on the CPU's two threads.
+trainlab::ExperimentConfig sampleConfig(std::int64_t train, std::int64_t test, std::int64_t batch)
+{
+    trainlab::ExperimentConfig c;
+    c.dataset.trainLimit = train;
+    c.dataset.testLimit = test;
+    c.batchSize = batch;
+    c.cpuThreads = 2;
+    return c;
+}
+
 double maxRelativeDifference(torch::nn::Module &a, torch::nn::Module &b)
 {
     double worst = 0;
@@ -744,11 +755,7 @@ void tst_Engine::lrFinderRuns()
     // Its data is the built-in sample, read by instrumented code: 10 s and more under ASan for a plain index loop.
     QSKIP("the range test runs in the main build");
 #endif
-    trainlab::ExperimentConfig c;
-    c.dataset.trainLimit = 30;
-    c.dataset.testLimit = 10;
-    c.batchSize = 8;
-    c.cpuThreads = 2;
+    trainlab::ExperimentConfig c = sampleConfig(30, 10, 8);
     trainlab::LrFinderOptions o;
     o.minLr = 1e-4;
     o.maxLr = 1e-2;
@@ -797,11 +804,7 @@ void tst_Engine::lrFinderTakesTheRunsShares()
 #ifdef TRAINLAB_SANITIZED
     QSKIP("the range test runs in the main build");
 #endif
-    trainlab::ExperimentConfig c;
-    c.dataset.trainLimit = 16;
-    c.dataset.testLimit = 8;
-    c.batchSize = 16;
-    c.cpuThreads = 2;
+    trainlab::ExperimentConfig c = sampleConfig(16, 8, 16);
     trainlab::LrFinderOptions o;
     o.steps = 10;
     trainlab::StopFlag stop{false};
