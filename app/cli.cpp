@@ -545,10 +545,11 @@ int lrFindCommand(const trainlab::CliArgs &args, const trainlab::ExperimentConfi
     if (const auto problems = trainlab::validateLrFinder(options); !problems.empty())
         return printProblems("lr-find", problems);
     std::string shares;
-    if (const auto devices = static_cast<long long>(config.devices.size()); devices > 1) {
-        const long long low = config.batchSize / devices;
-        shares = " as " + std::to_string(devices) + " devices take it (" + std::to_string(low)
-                 + (config.batchSize % devices ? "-" + std::to_string(low + 1) : std::string()) + " each, one after another)";
+    if (const auto devices = static_cast<std::int64_t>(config.devices.size()); devices > 1) {
+        const std::int64_t most = trainlab::batchShare(config.batchSize, devices, 0).count;
+        const std::int64_t least = trainlab::batchShare(config.batchSize, devices, devices - 1).count;
+        shares = " as " + std::to_string(devices) + " devices take it (" + std::to_string(least)
+                 + (most != least ? "-" + std::to_string(most) : std::string()) + " each, one after another)";
     }
     std::printf("learning-rate range test on %s: batch %lld%s, %d steps from %s to %s (%s)\n", config.devices.front().c_str(),
                 static_cast<long long>(config.batchSize), shares.c_str(), options.steps, trainlab::formatGeneral(options.minLr).c_str(),

@@ -22,8 +22,8 @@ class RunHistoryModel;
 class RunsStorage;
 
 // The run history: the table of the runs folder (sorted by a header click, narrowed by the filter line above it),
-// the storage line under it, the selected runs overlaid on the
-// chart, and the History menu's actions (use configuration, open folder, delete, delete checkpoints, export).
+// the storage line under it, the selected runs overlaid on the chart, and the History menu's actions (use
+// configuration, open folder, delete, delete checkpoints, export).
 class HistoryPanel : public QWidget
 {
     Q_OBJECT

@@ -196,11 +196,9 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         return done ? QString::number(s.finalTestAcc, 'f', 3) : QString();
     case SecPerEpoch:
         return done ? QString::number(s.meanEpochSeconds, 'f', 1) : QString();
-    case ToTarget: {
-        const std::optional<TargetReached> &reached = row.reached;
-        return reached ? tr("%1 s (%2)").arg(QString::number(reached->seconds, 'f', 1)).arg(reached->epoch)
-                       : done ? QStringLiteral("–") : QString();
-    }
+    case ToTarget:
+        return row.reached ? tr("%1 s (%2)").arg(QString::number(row.reached->seconds, 'f', 1)).arg(row.reached->epoch)
+                           : done ? QStringLiteral("–") : QString();
     case Status:
         return statusText(row);
     default:
@@ -228,9 +226,8 @@ QVariant RunHistoryModel::sortValue(const QModelIndex &index) const
         return done ? QVariant(s.finalTestAcc) : QVariant();
     case SecPerEpoch:
         return done ? QVariant(s.meanEpochSeconds) : QVariant();
-    case ToTarget: {
+    case ToTarget:
         return row.reached ? QVariant(row.reached->seconds) : QVariant();
-    }
     default:
         return data(index);
     }

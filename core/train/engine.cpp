@@ -206,11 +206,8 @@ private:
     void exchangeNodeReports(int epoch, EpochMetrics &m);
     void computeStep(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     void warmUp();
-    // This rank's part of a global batch of count images (the first count % world ranks take one more).
-    std::int64_t shareOf(std::int64_t count) const
-    {
-        return count / m_world.worldSize + (m_rank < count % m_world.worldSize ? 1 : 0);
-    }
+    // This rank's part of a global batch of count images.
+    std::int64_t shareOf(std::int64_t count) const { return batchShare(count, m_world.worldSize, m_rank).count; }
     void optimizerStep();
     bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     bool replayUpdate();
@@ -531,9 +528,9 @@ bool Replica::trainEpoch(int epoch, int epochs)
     for (std::int64_t k = 0; k < batches; ++k) {
         const std::int64_t begin = k * batch;
         const std::int64_t count = std::min(batch, n - begin);
-        const std::int64_t base = count / world, extra = count % world;
-        const std::int64_t mine = shareOf(count);
-        const std::int64_t offset = begin + m_rank * base + std::min<std::int64_t>(m_rank, extra);
+        const BatchShare share = batchShare(count, world, m_rank);
+        const std::int64_t mine = share.count;
+        const std::int64_t offset = begin + share.offset;
 
         // Zeroes every gradient and the control slots; the .grad views stay views.
         for (auto &buffer : m_buckets)

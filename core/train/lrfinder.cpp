@@ -102,11 +102,11 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
             // gradients summed: the run's step in one device's memory.
             double lossSum = 0.0;
             for (std::int64_t r = 0; r < world; ++r) {
-                const std::int64_t mine = batch / world + (r < batch % world ? 1 : 0);
-                if (mine == 0)
+                const BatchShare share = batchShare(batch, world, r);
+                if (share.count == 0)
                     continue;
-                const std::int64_t offset = next + r * (batch / world) + std::min(r, batch % world);
-                const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(order.begin() + offset, order.begin() + offset + mine));
+                const auto first = order.begin() + next + share.offset;
+                const torch::Tensor index = torch::tensor(std::vector<std::int64_t>(first, first + share.count));
                 torch::Tensor x = toInput(data.train.images.index_select(0, index)).to(device);
                 if (layout != MemoryLayout::Nchw)
                     x = channelsLast(x);
