@@ -14,13 +14,13 @@ inline QByteArray fileBytes(const std::string &path)
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
-// The metrics.csv columns that do not depend on the clock (a resumed run keeps its earlier learning rates).
+// The metrics.csv columns that do not depend on the clock (a resumed run keeps its earlier learning rates and norms).
 inline QStringList learningColumns(const std::string &runDir)
 {
     QStringList rows;
     for (const auto &m : trainlab::readMetrics(runDir))
-        rows << QStringLiteral("%1,%2,%3,%4,%5").arg(m.epoch).arg(m.trainLoss, 0, 'f', 6).arg(m.trainAcc, 0, 'f', 6)
-                    .arg(m.testAcc, 0, 'f', 6).arg(m.learningRate, 0, 'g', 8);
+        rows << QStringLiteral("%1,%2,%3,%4,%5,%6").arg(m.epoch).arg(m.trainLoss, 0, 'f', 6).arg(m.trainAcc, 0, 'f', 6)
+                    .arg(m.testAcc, 0, 'f', 6).arg(m.learningRate, 0, 'g', 8).arg(m.gradNorm, 0, 'g', 6);
     return rows;
 }
 

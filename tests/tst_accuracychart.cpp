@@ -1,5 +1,7 @@
 #include "ui/accuracychart.h"
 
+#include <QCheckBox>
+#include <QCoreApplication>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -10,6 +12,9 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QValueAxis>
+#include <QWidget>
+
+#include <memory>
 
 using trainlab::AccuracyChart;
 using trainlab::EpochMetrics;
@@ -33,6 +38,7 @@ class tst_AccuracyChart : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void initTestCase();
     void epochsArriveBatched();
     void beginRunClears();
     void lossDrawnWithinEpoch();
@@ -42,6 +48,7 @@ private Q_SLOTS:
     void trainCurvesCanBeHidden();
     void learningRateOnItsOwnAxis();
     void learningRateShowsForASchedule();
+    void gradNormOnItsOwnAxis();
     void exportWritesAFile_data();
     void exportWritesAFile();
     void exportToAMissingFolderFails();
@@ -49,6 +56,13 @@ private Q_SLOTS:
 private:
     QTemporaryDir m_dir;
 };
+
+void tst_AccuracyChart::initTestCase()
+{
+    qputenv("XDG_CONFIG_HOME", m_dir.filePath(QStringLiteral("config")).toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("AccuracyChartTest"));
+}
 
 void tst_AccuracyChart::epochsArriveBatched()
 {
@@ -191,6 +205,49 @@ void tst_AccuracyChart::learningRateOnItsOwnAxis()
     chart.beginRun(QStringLiteral("next"), 3);
     QCOMPARE(chart.learningRatePointCount(), 0);
     QVERIFY(chart.isLearningRateVisible());   // chosen by the user: kept
+}
+
+void tst_AccuracyChart::gradNormOnItsOwnAxis()
+{
+    auto *chart = new AccuracyChart;
+    std::unique_ptr<QWidget> area(AccuracyChart::withOptions(chart, new QWidget));
+    auto *show = area->findChild<QCheckBox *>(QStringLiteral("showGradNorm"));
+    QVERIFY(show);
+    QVERIFY(!show->isChecked());
+    QVERIFY(!chart->seriesNames().contains(QStringLiteral("grad norm")));
+    chart->beginRun(QStringLiteral("demo"), 3);
+    EpochMetrics first = epoch(1, 0.4), second = epoch(2, 0.6), unknown = epoch(3, 0.7);
+    first.gradNorm = 6.5;
+    second.gradNorm = 3.25;
+    chart->addEpoch(first);
+    chart->addEpoch(second);
+    chart->addEpoch(unknown);
+    chart->flush();
+    // An epoch whose norm is unknown (0, a run recorded before metrics.csv kept it) draws no point.
+    QCOMPARE(chart->gradNormPointCount(), 2);
+    show->setChecked(true);
+    QVERIFY(chart->seriesNames().contains(QStringLiteral("grad norm")));
+    QValueAxis *normAxis = nullptr;
+    for (QAbstractAxis *axis : chart->chart()->axes(Qt::Vertical)) {
+        if (axis->titleText() == QStringLiteral("grad norm"))
+            normAxis = qobject_cast<QValueAxis *>(axis);
+    }
+    QVERIFY(normAxis && normAxis->isVisible());
+    QVERIFY(normAxis->max() >= 6.5 && normAxis->max() < 7.5);
+    chart->beginRun(QStringLiteral("next"), 3);
+    QCOMPARE(chart->gradNormPointCount(), 0);
+    // The next session's chart shows what the user chose: the norm on, train acc off.
+    area->findChild<QCheckBox *>(QStringLiteral("showTrainAcc"))->setChecked(false);
+    auto *again = new AccuracyChart;
+    std::unique_ptr<QWidget> next(AccuracyChart::withOptions(again, new QWidget));
+    QVERIFY(next->findChild<QCheckBox *>(QStringLiteral("showGradNorm"))->isChecked());
+    QVERIFY(!next->findChild<QCheckBox *>(QStringLiteral("showTrainAcc"))->isChecked());
+    QVERIFY(again->seriesNames().contains(QStringLiteral("grad norm")));
+    QVERIFY(!again->seriesNames().contains(QStringLiteral("train acc")));
+    show->setChecked(false);
+    QVERIFY(!chart->seriesNames().contains(QStringLiteral("grad norm")));
+    QVERIFY(!normAxis->isVisible());
+    area->findChild<QCheckBox *>(QStringLiteral("showTrainAcc"))->setChecked(true);
 }
 
 void tst_AccuracyChart::learningRateShowsForASchedule()

@@ -795,6 +795,7 @@ void tst_Cli::monitorLinePerEpoch()
     const QStringList mine = lines.filter(QStringLiteral(",\"monitor\","));
     QCOMPARE(mine.size(), 2);
     QVERIFY2(mine[1].contains(QStringLiteral(",\"monitor\",2,")) && mine[1].endsWith(QStringLiteral(",1")), qPrintable(mine[1]));
+    QVERIFY2(mine[1].split(',').value(9).toDouble() > 0, qPrintable(mine[1]));   // the epoch's gradient norm
     // The plain table: each run's rate, batch and recipe come from its own config.json.
     const Outcome table = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs});
     QVERIFY2(table.exitCode == 0, qPrintable(table.err));

@@ -117,6 +117,10 @@ void tst_DeviceMonitor::noLibrary()
 void tst_DeviceMonitor::cpuRowAgainstProc()
 {
     trainlab::CpuMonitor cpu;
+    // The first reading, at once: this process's share since it started, not "n/a" (the status bar's first second).
+    const DeviceReading first = cpu.read();
+    QVERIFY(first.utilization);
+    QVERIFY2(*first.utilization >= 0.0 && *first.utilization <= 100.0 * 1.05, std::to_string(*first.utilization).c_str());
     // One core kept busy for 400 ms: this process's CPU share of all cores is about 100 / cores.
     std::atomic<bool> stop{false};
     std::thread burner([&stop] {

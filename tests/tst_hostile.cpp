@@ -54,7 +54,7 @@ std::string makeRun(const std::string &runsDir, const std::string &name, int row
                                          + std::to_string(rows) + R"(, "start_time": "2026-12-01T00:00:00Z"})");
     std::string metrics = std::string(trainlab::RunRecord::metricsHeader()) + "\n";
     for (int e = 1; e <= rows; ++e)
-        metrics += std::to_string(e) + ",0.500000,0.800000,0.750000,1.000,100.0,0.1\n";
+        metrics += std::to_string(e) + ",0.500000,0.800000,0.750000,1.000,100.0,0.1,2.5\n";
     writeText(dir + "/metrics.csv", metrics);
     return dir;
 }
@@ -235,17 +235,20 @@ void tst_Hostile::metricsRowsRangeChecked_data()
 {
     QTest::addColumn<QString>("row");
     QTest::addColumn<bool>("kept");
-    QTest::newRow("a row of ours") << "3,0.100000,0.900000,0.800000,1.500,200.0,0.05" << true;
-    QTest::newRow("learning rate unknown") << "3,0.100000,0.900000,0.800000,1.500,200.0," << true;
-    QTest::newRow("learning rate negative") << "3,0.1,0.9,0.8,1.5,200,-0.1" << false;
-    QTest::newRow("no learning rate field") << "3,0.1,0.9,0.8,1.5,200" << false;
-    QTest::newRow("epoch 2147483647") << "2147483647,0.1,0.9,0.8,1.5,200,0.1" << false;
-    QTest::newRow("epoch 100001") << "100001,0.1,0.9,0.8,1.5,200,0.1" << false;
-    QTest::newRow("decimal commas") << "3,0,100000,0,900000,0,800000,1,500,200,0,0,1" << false;
-    QTest::newRow("accuracy above 1") << "3,0.1,1.5,0.8,1.5,200,0.1" << false;
-    QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200,0.1" << false;
-    QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,0.1,7" << false;
-    QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200,0.1" << false;
+    QTest::newRow("a row of ours") << "3,0.100000,0.900000,0.800000,1.500,200.0,0.05,2.5" << true;
+    QTest::newRow("learning rate unknown") << "3,0.100000,0.900000,0.800000,1.500,200.0,,2.5" << true;
+    QTest::newRow("norm unknown") << "3,0.100000,0.900000,0.800000,1.500,200.0,0.05," << true;
+    QTest::newRow("learning rate negative") << "3,0.1,0.9,0.8,1.5,200,-0.1,2.5" << false;
+    QTest::newRow("norm negative") << "3,0.1,0.9,0.8,1.5,200,0.05,-2.5" << false;
+    QTest::newRow("norm infinite") << "3,0.1,0.9,0.8,1.5,200,0.05,inf" << false;
+    QTest::newRow("no norm field") << "3,0.1,0.9,0.8,1.5,200,0.05" << false;
+    QTest::newRow("epoch 2147483647") << "2147483647,0.1,0.9,0.8,1.5,200,0.1,2.5" << false;
+    QTest::newRow("epoch 100001") << "100001,0.1,0.9,0.8,1.5,200,0.1,2.5" << false;
+    QTest::newRow("decimal commas") << "3,0,100000,0,900000,0,800000,1,500,200,0,0,1,2,5" << false;
+    QTest::newRow("accuracy above 1") << "3,0.1,1.5,0.8,1.5,200,0.1,2.5" << false;
+    QTest::newRow("not a number") << "3,0.1,0.9,nan,1.5,200,0.1,2.5" << false;
+    QTest::newRow("trailing field") << "3,0.1,0.9,0.8,1.5,200,0.1,2.5,7" << false;
+    QTest::newRow("epoch going back") << "1,0.1,0.9,0.8,1.5,200,0.1,2.5" << false;
 }
 
 // What another node sends node 0 at an epoch's end: read back as sent, anything else refused with the reason.
@@ -304,26 +307,34 @@ void tst_Hostile::metricsRowsRangeChecked()
 {
     QFETCH(QString, row);
     QFETCH(bool, kept);
-    const std::string text = std::string(trainlab::RunRecord::metricsHeader()) + "\n1,0.5,0.5,0.5,1.0,10.0,0.1\n"
-                             + "2,0.5,0.5,0.5,1.0,10.0,0.1\n" + row.toStdString() + "\n";
+    const std::string text = std::string(trainlab::RunRecord::metricsHeader()) + "\n1,0.5,0.5,0.5,1.0,10.0,0.1,3\n"
+                             + "2,0.5,0.5,0.5,1.0,10.0,0.1,3\n" + row.toStdString() + "\n";
     const auto rows = trainlab::parseMetrics(text, "metrics.csv");
     QCOMPARE(rows.size(), std::size_t(kept ? 3 : 2));
     if (kept) {
         QCOMPARE(rows[2].epoch, 3);
         QCOMPARE(rows[2].testAcc, 0.8);
-        QCOMPARE(rows[2].learningRate, row.endsWith(',') ? 0.0 : 0.05);
+        QCOMPARE(rows[2].learningRate, row.contains(",,") ? 0.0 : 0.05);
+        QCOMPARE(rows[2].gradNorm, row.endsWith(',') ? 0.0 : 2.5);
     }
 }
 
 void tst_Hostile::legacyMetricsStillRead()
 {
-    // Written before metrics.csv kept the learning rate: six columns, read with the rate unknown.
-    const std::string text = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second\n"
-                             "1,0.5,0.5,0.5,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0,0.1\n";
-    const auto rows = trainlab::parseMetrics(text, "metrics.csv");
+    // Written before metrics.csv kept the learning rate: six columns, read with the rate and the norm unknown.
+    const std::string six = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second\n"
+                            "1,0.5,0.5,0.5,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0\n2,0.4,0.6,0.7,1.0,10.0,0.1\n";
+    auto rows = trainlab::parseMetrics(six, "metrics.csv");
     QCOMPARE(rows.size(), std::size_t(2));
     QCOMPARE(rows[1].testAcc, 0.7);
     QCOMPARE(rows[1].learningRate, 0.0);
+    // Then before it kept the gradient norm: seven columns, read with the norm unknown.
+    const std::string seven = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate\n"
+                              "1,0.5,0.5,0.5,1.0,10.0,0.1\n2,0.4,0.6,0.7,1.0,10.0,0.05\n3,0.4,0.6,0.7,1.0,10.0,0.1,2\n";
+    rows = trainlab::parseMetrics(seven, "metrics.csv");
+    QCOMPARE(rows.size(), std::size_t(2));
+    QCOMPARE(rows[1].learningRate, 0.05);
+    QCOMPARE(rows[1].gradNorm, 0.0);
 }
 
 void tst_Hostile::localeNeverChangesFiles_data()
@@ -349,15 +360,16 @@ void tst_Hostile::localeNeverChangesFiles()
     trainlab::ExperimentConfig config;
     config.name = "locale";
     trainlab::RunRecord record(m_runs, config, {"cpu"});
-    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}, 0.0125, {}}, {});
+    record.commitEpoch({1, 2.527563, 0.078125, 0.5, 12.25, 1234.5, {}, 0.0125, {}, 0.0, 6.53125}, {});
     const std::string metrics = readText(record.dir() + "/metrics.csv");
-    QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5,0.0125\n");
+    QCOMPARE(metrics, std::string(trainlab::RunRecord::metricsHeader()) + "\n1,2.527563,0.078125,0.500000,12.250,1234.5,0.0125,6.53125\n");
     // Rows the CLI wrote under the C locale read back whole under this one.
     const auto rows = trainlab::readMetrics(record.dir());
     QCOMPARE(rows.size(), std::size_t(1));
     QCOMPARE(rows[0].trainLoss, 2.527563);
     QCOMPARE(rows[0].seconds, 12.25);
     QCOMPARE(rows[0].learningRate, 0.0125);
+    QCOMPARE(rows[0].gradNorm, 6.53125);
     const auto summary = trainlab::readRunSummary(record.dir());
     QCOMPARE(summary.bestTestAcc, 0.5);
     QVERIFY(readText(record.dir() + "/summary.json").find("0.5") != std::string::npos);

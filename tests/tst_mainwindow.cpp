@@ -693,7 +693,7 @@ void tst_MainWindow::exportsChartAndMetrics()
     QFile file(csv);
     QVERIFY(file.open(QIODevice::ReadOnly));
     const QList<QByteArray> lines = file.readAll().split('\n');
-    QCOMPARE(lines.first(), QByteArray("run,run_name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,"
+    QCOMPARE(lines.first(), QByteArray("run,run_name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,grad_norm,"
                                        "data_seconds,compute_seconds,allreduce_seconds,optimizer_seconds,other_seconds,ranks"));
     QCOMPARE(lines.size(), 1 + 3 + 1);   // header, three epochs, the final newline
     QVERIFY(file.fileName().endsWith("metrics.csv"));

@@ -9,6 +9,7 @@
 #include <QLineSeries>
 #include <QPainter>
 #include <QScatterSeries>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QToolTip>
 #include <QValueAxis>
@@ -48,10 +49,12 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     , m_axisAcc(new QValueAxis)
     , m_axisLoss(new QValueAxis)
     , m_axisLr(new QValueAxis)
+    , m_axisNorm(new QValueAxis)
     , m_testAcc(lineSeries(tr("test acc"), QColor(0x1f77b4)))
     , m_trainAcc(lineSeries(tr("train acc"), QColor(0x9467bd), Qt::DashLine))
     , m_loss(lineSeries(tr("train loss"), QColor(0x2ca02c), Qt::DotLine))
     , m_lr(lineSeries(tr("learning rate"), QColor(0xd62728), Qt::DashDotLine))
+    , m_norm(lineSeries(tr("grad norm"), QColor(0xff7f0e), Qt::DashDotDotLine))
     , m_bestMarker(new QScatterSeries)
 {
     setObjectName(QStringLiteral("accuracyChart"));
@@ -75,6 +78,10 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     m_axisLr->setLabelFormat(QStringLiteral("%.3g"));
     m_axisLr->setRange(0.0, 1.0);
     c->addAxis(m_axisLr, Qt::AlignRight);
+    m_axisNorm->setTitleText(tr("grad norm"));
+    m_axisNorm->setLabelFormat(QStringLiteral("%.3g"));
+    m_axisNorm->setRange(0.0, 1.0);
+    c->addAxis(m_axisNorm, Qt::AlignRight);
     m_bestMarker->setName(tr("best"));
     m_bestMarker->setMarkerSize(14.0);
     m_bestMarker->setColor(QColor(0xffd700));
@@ -85,6 +92,9 @@ AccuracyChart::AccuracyChart(QWidget *parent)
     attach(m_lr, m_axisLr);
     m_lr->setVisible(false);
     m_axisLr->setVisible(false);
+    attach(m_norm, m_axisNorm);
+    m_norm->setVisible(false);
+    m_axisNorm->setVisible(false);
     attach(m_bestMarker, m_axisAcc);
     m_flushTimer.setSingleShot(true);
     m_flushTimer.setInterval(40);
@@ -99,7 +109,7 @@ void AccuracyChart::attach(QAbstractSeries *series, QValueAxis *y)
     series->attachAxis(y);
     if (auto *xy = qobject_cast<QXYSeries *>(series)) {
         connect(xy, &QXYSeries::hovered, this, [this, xy](const QPointF &point, bool state) {
-            showTip(xy->name(), point, state, xy == m_lr ? 'g' : 'f');
+            showTip(xy->name(), point, state, xy == m_lr || xy == m_norm ? 'g' : 'f');
         });
     }
 }
@@ -122,10 +132,12 @@ void AccuracyChart::beginRun(const QString &name, int epochs)
     m_trainAcc->clear();
     m_loss->clear();
     m_lr->clear();
+    m_norm->clear();
     m_bestMarker->clear();
     m_best = QPointF();
     m_maxLoss = 0.0;
     m_maxLr = 0.0;
+    m_maxNorm = 0.0;
     if (!m_learningRateChosen)
         showLearningRate(false);
     m_epochs = std::max(1, epochs);
@@ -174,6 +186,10 @@ void AccuracyChart::flush()
             m_lr->append(m.epoch, m.learningRate);
             m_maxLr = std::max(m_maxLr, m.learningRate);
         }
+        if (m.gradNorm > 0) {
+            m_norm->append(m.epoch, m.gradNorm);
+            m_maxNorm = std::max(m_maxNorm, m.gradNorm);
+        }
         if (m_best.isNull() || m.testAcc > m_best.y())
             m_best = QPointF(m.epoch, m.testAcc);
         m_epochs = std::max(m_epochs, m.epoch);
@@ -197,6 +213,7 @@ void AccuracyChart::updateRanges()
     setEpochAxis(m_axisX, std::max(2, epochs), m_loss->count() > 0 && m_loss->at(0).x() < 1.0 ? 0 : 1);
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
     m_axisLr->setRange(0.0, m_maxLr > 0 ? m_maxLr * 1.1 : 1.0);
+    m_axisNorm->setRange(0.0, m_maxNorm > 0 ? m_maxNorm * 1.1 : 1.0);
 }
 
 void AccuracyChart::setOverlays(const QVector<Overlay> &overlays)
@@ -255,6 +272,17 @@ int AccuracyChart::learningRatePointCount() const
     return m_lr->count();
 }
 
+void AccuracyChart::setGradNormVisible(bool visible)
+{
+    m_norm->setVisible(visible);
+    m_axisNorm->setVisible(visible);
+}
+
+int AccuracyChart::gradNormPointCount() const
+{
+    return m_norm->count();
+}
+
 int AccuracyChart::overlayPointCount(int index) const
 {
     return index >= 0 && index < m_overlays.size() ? m_overlays[index]->count() : 0;
@@ -296,14 +324,23 @@ void setEpochAxis(QValueAxis *axis, int last, int first)
 
 QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
 {
-    auto *showTrainAcc = new QCheckBox(tr("train acc"));
-    showTrainAcc->setObjectName(QStringLiteral("showTrainAcc"));
-    showTrainAcc->setChecked(true);
-    auto *showLoss = new QCheckBox(tr("train loss"));
-    showLoss->setObjectName(QStringLiteral("showLoss"));
-    showLoss->setChecked(true);
-    connect(showTrainAcc, &QCheckBox::toggled, chart, &AccuracyChart::setTrainAccVisible);
-    connect(showLoss, &QCheckBox::toggled, chart, &AccuracyChart::setLossVisible);
+    // A curve the user hid or asked for stays so in the next session.
+    const auto remembered = [chart](const QString &text, const char *name, bool byDefault,
+                                    void (AccuracyChart::*show)(bool)) {
+        auto *box = new QCheckBox(text);
+        box->setObjectName(QLatin1String(name));
+        const QString key = QStringLiteral("chart/") + QLatin1String(name);
+        const bool on = QSettings().value(key, byDefault).toBool();
+        box->setChecked(on);
+        (chart->*show)(on);
+        connect(box, &QCheckBox::toggled, chart, show);
+        connect(box, &QCheckBox::toggled, box, [key](bool checked) { QSettings().setValue(key, checked); });
+        return box;
+    };
+    QCheckBox *showTrainAcc = remembered(tr("train acc"), "showTrainAcc", true, &AccuracyChart::setTrainAccVisible);
+    QCheckBox *showLoss = remembered(tr("train loss"), "showLoss", true, &AccuracyChart::setLossVisible);
+    QCheckBox *showNorm = remembered(tr("grad norm"), "showGradNorm", false, &AccuracyChart::setGradNormVisible);
+    showNorm->setToolTip(tr("The mean gradient norm of each epoch's steps, before any clipping"));
     auto *showLr = new QCheckBox(tr("learning rate"));
     showLr->setObjectName(QStringLiteral("showLearningRate"));
     connect(showLr, &QCheckBox::toggled, chart, &AccuracyChart::setLearningRateVisible);
@@ -316,6 +353,7 @@ QWidget *AccuracyChart::withOptions(AccuracyChart *chart, QWidget *below)
     options->addWidget(showTrainAcc);
     options->addWidget(showLoss);
     options->addWidget(showLr);
+    options->addWidget(showNorm);
     options->addStretch(1);
     auto *area = new QWidget;
     auto *layout = new QVBoxLayout(area);

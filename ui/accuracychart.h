@@ -48,6 +48,9 @@ public:
     void setLearningRateVisible(bool visible);
     bool isLearningRateVisible() const;
     int learningRatePointCount() const;
+    // The epoch's mean gradient norm (metrics.csv's grad_norm) on its own axis, hidden until the user asks.
+    void setGradNormVisible(bool visible);
+    int gradNormPointCount() const;
 
 Q_SIGNALS:
     void learningRateVisibleChanged(bool visible);
@@ -76,10 +79,12 @@ private:
     QValueAxis *m_axisAcc;
     QValueAxis *m_axisLoss;
     QValueAxis *m_axisLr;
+    QValueAxis *m_axisNorm;
     QLineSeries *m_testAcc;
     QLineSeries *m_trainAcc;
     QLineSeries *m_loss;
     QLineSeries *m_lr;
+    QLineSeries *m_norm;
     QScatterSeries *m_bestMarker;
     QList<QLineSeries *> m_overlays;
     QList<EpochMetrics> m_pending;
@@ -89,6 +94,7 @@ private:
     int m_epochs = 1;
     double m_maxLoss = 0.0;
     double m_maxLr = 0.0;
+    double m_maxNorm = 0.0;
     bool m_learningRateChosen = false;   // the user set the learning rate's visibility: no more automatic showing
 };
 

@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
+#include <ctime>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,30 +40,43 @@ struct nvmlMemory_t
     unsigned long long total, free, used;
 };
 
-double monotonicSeconds()
+// Seconds since boot, the clock /proc/self/stat's start time counts in.
+double bootSeconds()
 {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    timespec t{};
+    ::clock_gettime(CLOCK_BOOTTIME, &t);
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
 }
 
-// utime + stime of this process, in seconds (/proc/self/stat fields 14 and 15, after the command in parentheses).
-double processCpuSeconds()
+// /proc/self/stat's fields from the third on (after the command in parentheses, which may hold blanks).
+std::vector<std::string> statFields()
 {
     std::ifstream in("/proc/self/stat");
     std::string text((std::istreambuf_iterator<char>(in)), {});
     const std::size_t close = text.rfind(')');
-    if (close == std::string::npos)
-        return 0;
-    std::istringstream fields(text.substr(close + 2));
-    std::string field;
-    unsigned long long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && fields >> field; ++i) {
-        if (i == 14)
-            utime = std::strtoull(field.c_str(), nullptr, 10);
-        if (i == 15)
-            stime = std::strtoull(field.c_str(), nullptr, 10);
-    }
-    const long ticks = ::sysconf(_SC_CLK_TCK);
-    return ticks > 0 ? static_cast<double>(utime + stime) / static_cast<double>(ticks) : 0.0;
+    std::vector<std::string> fields;
+    if (close == std::string::npos || close + 2 > text.size())
+        return fields;
+    std::istringstream stream(text.substr(close + 2));
+    for (std::string field; fields.size() < 20 && stream >> field;)
+        fields.push_back(field);
+    return fields;
+}
+
+// Field N of /proc/self/stat (counted from 1, as proc(5) does) in seconds: a count of clock ticks.
+double statSeconds(const std::vector<std::string> &fields, std::initializer_list<std::size_t> numbers)
+{
+    unsigned long long ticks = 0;
+    for (const std::size_t n : numbers)
+        ticks += n >= 3 && n - 3 < fields.size() ? std::strtoull(fields[n - 3].c_str(), nullptr, 10) : 0;
+    const long perSecond = ::sysconf(_SC_CLK_TCK);
+    return perSecond > 0 ? static_cast<double>(ticks) / static_cast<double>(perSecond) : 0.0;
+}
+
+// utime + stime of this process (fields 14 and 15).
+double processCpuSeconds()
+{
+    return statSeconds(statFields(), {14, 15});
 }
 
 std::string gib(std::uint64_t bytes)
@@ -186,9 +200,10 @@ DeviceReading Nvml::read(int index) const
     return r;
 }
 
+// The first reading covers the process's life so far (its start time is field 22), so it is never "n/a".
 CpuMonitor::CpuMonitor()
-    : m_lastCpuSeconds(processCpuSeconds())
-    , m_lastWallSeconds(monotonicSeconds())
+    : m_lastCpuSeconds(0.0)
+    , m_lastWallSeconds(statSeconds(statFields(), {22}))
 {}
 
 DeviceReading CpuMonitor::read()
@@ -197,7 +212,7 @@ DeviceReading CpuMonitor::read()
     r.id = "cpu";
     const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
     r.name = std::to_string(cores) + (cores == 1 ? " core" : " cores");
-    const double cpu = processCpuSeconds(), wall = monotonicSeconds();
+    const double cpu = processCpuSeconds(), wall = bootSeconds();
     if (wall - m_lastWallSeconds > 0.01)
         r.utilization = 100.0 * (cpu - m_lastCpuSeconds) / (wall - m_lastWallSeconds) / static_cast<double>(cores);
     m_lastCpuSeconds = cpu;

@@ -65,8 +65,8 @@ private:
     std::unique_ptr<Api> m_api;
 };
 
-// This process on the CPU: CPU time since the previous read over the wall time and the cores, and resident
-// memory, from /proc/self.
+// This process on the CPU: CPU time since the previous read (the first: since the process started) over the wall
+// time and the cores, and resident memory, from /proc/self.
 class CpuMonitor
 {
 public:

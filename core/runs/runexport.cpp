@@ -21,7 +21,7 @@ std::string rowStart(const RunSummary &s)
 
 const char *runsMetricsHeader()
 {
-    return "run,run_name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,"
+    return "run,run_name,epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,grad_norm,"
            "data_seconds,compute_seconds,allreduce_seconds,optimizer_seconds,other_seconds,ranks";
 }
 

@@ -125,13 +125,14 @@ bool runFolderInUse(const std::string &runDir)
 
 const char *RunRecord::metricsHeader()
 {
-    return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate";
+    return "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate,grad_norm";
 }
 
 namespace {
 
-// metrics.csv before the learning rate was kept: still read, never written.
-constexpr const char *kLegacyMetricsHeader = "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second";
+// metrics.csv before the learning rate, then the gradient norm, was kept: still read, never written.
+constexpr const char *kMetricsHeaders[] = {"epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second",
+                                           "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate"};
 
 } // namespace
 
@@ -163,7 +164,8 @@ std::string RunRecord::metricsRow(const EpochMetrics &m)
 {
     return std::to_string(m.epoch) + "," + formatFixed(m.trainLoss, 6) + "," + formatFixed(m.trainAcc, 6) + ","
            + formatFixed(m.testAcc, 6) + "," + formatFixed(m.seconds, 3) + "," + formatFixed(m.imagesPerSecond, 1)
-           + "," + (m.learningRate > 0 ? formatGeneral(m.learningRate, 8) : std::string()) + "\n";
+           + "," + (m.learningRate > 0 ? formatGeneral(m.learningRate, 8) : std::string()) + ","
+           + (m.gradNorm > 0 ? formatGeneral(m.gradNorm, 6) : std::string()) + "\n";
 }
 
 std::string RunRecord::safeName(const std::string &name)
@@ -292,15 +294,18 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     record->m_summary = s;
     record->m_epochs.epochs = done;
     try {
-        // The checkpoint keeps no learning rates: the epochs' own, as metrics.csv recorded them, stay.
+        // An older checkpoint keeps no learning rates or gradient norms: the epochs' own, as metrics.csv recorded
+        // them, stay.
         for (const EpochMetrics &old : readMetrics(dir)) {
             for (EpochMetrics &m : record->m_epochs.epochs) {
                 if (m.epoch == old.epoch && m.learningRate <= 0)
                     m.learningRate = old.learningRate;
+                if (m.epoch == old.epoch && m.gradNorm <= 0)
+                    m.gradNorm = old.gradNorm;
             }
         }
     } catch (const std::exception &) {
-        // No readable metrics.csv: the earlier epochs' learning rates are unknown (empty).
+        // No readable metrics.csv: what the checkpoint does not keep is unknown (empty).
     }
     record->m_epochs.summarize();
     std::string metrics = std::string(metricsHeader()) + "\n";
@@ -628,13 +633,16 @@ std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path
     std::istringstream in(text);
     std::string line;
     std::getline(in, line);
-    const bool legacy = line == kLegacyMetricsHeader;
-    if (line != RunRecord::metricsHeader() && !legacy)
+    std::size_t columns = 8;
+    if (line == kMetricsHeaders[0])
+        columns = 6;
+    else if (line == kMetricsHeaders[1])
+        columns = 7;
+    else if (line != RunRecord::metricsHeader())
         throw std::runtime_error(path + ": unexpected header \"" + detail::cut(line) + "\"");
-    const std::size_t columns = legacy ? 6 : 7;
     std::vector<EpochMetrics> rows;
     while (std::getline(in, line)) {
-        std::string_view fields[7];
+        std::string_view fields[8];
         std::size_t count = 0, from = 0;
         for (; count < columns && from <= line.size(); ++count) {
             const std::size_t comma = std::min(line.find(',', from), line.size());
@@ -642,10 +650,11 @@ std::vector<EpochMetrics> parseMetrics(std::string text, const std::string &path
             from = comma + 1;
         }
         EpochMetrics m;
-        // Each field a number in its range (the learning rate may be empty: unknown), epochs rising: anything
-        // else is not a row of ours.
+        // Each field a number in its range (the learning rate and the norm may be empty: unknown), epochs rising:
+        // anything else is not a row of ours.
         const bool lrOk = columns == 6 || fields[6].empty() || (parseDouble(fields[6], m.learningRate) && m.learningRate > 0);
-        const bool ok = count == columns && from == line.size() + 1 && lrOk && parseInt(fields[0], m.epoch)
+        const bool normOk = columns < 8 || fields[7].empty() || (parseDouble(fields[7], m.gradNorm) && m.gradNorm > 0);
+        const bool ok = count == columns && from == line.size() + 1 && lrOk && normOk && parseInt(fields[0], m.epoch)
                         && parseDouble(fields[1], m.trainLoss) && parseDouble(fields[2], m.trainAcc)
                         && parseDouble(fields[3], m.testAcc) && parseDouble(fields[4], m.seconds)
                         && parseDouble(fields[5], m.imagesPerSecond) && m.epoch >= 1 && m.epoch <= kMaxEpochs

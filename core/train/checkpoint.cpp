@@ -18,7 +18,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kMetricColumns = 7;   // the epoch's learning rate last; checkpoints before it have 6
+// The learning rate, then the gradient norm last: checkpoints before them have 6 or 7.
+constexpr int kMetricColumns = 8;
 
 torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
 {
@@ -27,7 +28,7 @@ torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const EpochMetrics &m = rows[i];
         const double values[kMetricColumns] = {static_cast<double>(m.epoch), m.trainLoss, m.trainAcc, m.testAcc,
-                                               m.seconds, m.imagesPerSecond, m.learningRate};
+                                               m.seconds, m.imagesPerSecond, m.learningRate, m.gradNorm};
         for (int c = 0; c < kMetricColumns; ++c)
             a[static_cast<std::int64_t>(i)][c] = values[c];
     }
@@ -37,13 +38,22 @@ torch::Tensor metricsTensor(const std::vector<EpochMetrics> &rows)
 std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
 {
     std::vector<EpochMetrics> rows;
-    if (t.dim() != 2 || (t.size(1) != kMetricColumns && t.size(1) != kMetricColumns - 1))
+    if (t.dim() != 2 || t.size(1) < kMetricColumns - 2 || t.size(1) > kMetricColumns)
         throw std::runtime_error("metrics table has the wrong shape");
     const torch::Tensor c = t.to(torch::kFloat64).contiguous();
     auto a = c.accessor<double, 2>();
-    for (std::int64_t i = 0; i < c.size(0); ++i)
-        rows.push_back({static_cast<int>(a[i][0]), a[i][1], a[i][2], a[i][3], a[i][4], a[i][5], {},
-                        c.size(1) == kMetricColumns ? a[i][6] : 0.0, {}});
+    for (std::int64_t i = 0; i < c.size(0); ++i) {
+        EpochMetrics m;
+        m.epoch = static_cast<int>(a[i][0]);
+        m.trainLoss = a[i][1];
+        m.trainAcc = a[i][2];
+        m.testAcc = a[i][3];
+        m.seconds = a[i][4];
+        m.imagesPerSecond = a[i][5];
+        m.learningRate = c.size(1) > 6 ? a[i][6] : 0.0;
+        m.gradNorm = c.size(1) > 7 ? a[i][7] : 0.0;
+        rows.push_back(m);
+    }
     return rows;
 }
 

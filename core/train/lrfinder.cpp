@@ -99,8 +99,9 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
             const double lr = options.minLr * std::pow(options.maxLr / options.minLr, t);
             optimizer->zero_grad();
             // Each device's share in turn, as the run's replicas take them (BatchNorm sees the same images), their
-            // gradients summed: the run's step in one device's memory.
-            double lossSum = 0.0;
+            // gradients summed: the run's step in one device's memory. Their losses add up on the device: one host
+            // read a step, after the update is queued.
+            const torch::Tensor lossSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
             for (std::int64_t r = 0; r < world; ++r) {
                 const BatchShare share = batchShare(batch, world, r);
                 if (share.count == 0)
@@ -113,14 +114,14 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
                 const torch::Tensor y = data.train.labels.index_select(0, index).to(device);
                 const torch::Tensor l = torch::nn::functional::cross_entropy(model->forward(x).to(torch::kFloat32), y, loss);
                 (l * (1.0 / static_cast<double>(batch))).backward();
-                lossSum += l.item<double>();
+                lossSum.add_(l.detach());
             }
             next += batch;
             sgdStep(*optimizer, lr, config);
             LrFinderPoint point;
             point.step = step;
             point.learningRate = lr;
-            point.loss = lossSum / static_cast<double>(batch);
+            point.loss = lossSum.item<double>() / static_cast<double>(batch);
             if (!std::isfinite(point.loss)) {
                 result.diverged = true;
                 break;

@@ -57,8 +57,8 @@ struct EpochMetrics
     // The warm-up (speed.warmup) just before this epoch, the first of a session: its slowest replica on this node.
     // In no epoch's seconds; 0 where none ran.
     double warmupSeconds = 0.0;
-    // With grad_clip_norm: the mean global gradient norm before clipping over the epoch's steps (the log and
-    // TensorBoard show it; metrics.csv does not keep it); 0 where not measured.
+    // The mean global gradient norm (before any clipping) over the epoch's steps; 0 where not measured (a run
+    // recorded before metrics.csv kept it).
     double gradNorm = 0.0;
 };
 
