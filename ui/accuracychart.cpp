@@ -214,6 +214,7 @@ void AccuracyChart::updateRanges()
     m_axisLoss->setRange(0.0, m_maxLoss > 0 ? std::ceil(m_maxLoss * 1.1 * 10.0) / 10.0 : 1.0);
     m_axisLr->setRange(0.0, m_maxLr > 0 ? m_maxLr * 1.1 : 1.0);
     m_axisNorm->setRange(0.0, m_maxNorm > 0 ? m_maxNorm * 1.1 : 1.0);
+    m_axisNorm->applyNiceNumbers();   // ticks at 2, 4, 6 rather than 1.6, 3.19, 4.79
 }
 
 void AccuracyChart::setOverlays(const QVector<Overlay> &overlays)
