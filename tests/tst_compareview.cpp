@@ -6,6 +6,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -18,6 +19,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QValueAxis>
 
 #include <string>
 #include <vector>
@@ -132,11 +134,13 @@ class tst_CompareView : public QObject
     Q_OBJECT
 
 private Q_SLOTS:
+    void initTestCase();
     void gridShowsEveryRun();
     void learningRateWithoutAxisUsesTheConfig();
     void scalingSweep();
     void scalingShowsWhereTheTimeWent();
     void colourAxisRecolours();
+    void epochMetricChosen();
     void tableIsReadOnly();
     void exportWritesAFile_data();
     void exportWritesAFile();
@@ -149,6 +153,13 @@ private Q_SLOTS:
 private:
     QTemporaryDir m_dir;
 };
+
+void tst_CompareView::initTestCase()
+{
+    qputenv("XDG_CONFIG_HOME", m_dir.filePath(QStringLiteral("config")).toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("CompareViewTest"));
+}
 
 void tst_CompareView::gridShowsEveryRun()
 {
@@ -301,6 +312,48 @@ void tst_CompareView::colourAxisRecolours()
     QVERIFY(s[0]->color() != s[2]->color());
 }
 
+// The per-epoch chart draws the chosen column of each run's epochs; an unrecorded norm (0) draws no point.
+void tst_CompareView::epochMetricChosen()
+{
+    std::vector<QueueEntry> entries = grid();
+    for (QueueEntry &e : entries) {
+        for (EpochMetrics &m : e.metrics)
+            m.gradNorm = m.epoch == 1 ? 0.0 : 2.0 + e.tag.index;
+    }
+    CompareView view;
+    view.setEntries(kSweep, entries);
+    QCOMPARE(view.epochMetric(), QStringLiteral("test acc"));
+    auto *chart = view.findChild<QChartView *>(QStringLiteral("epochsChart"))->chart();
+    auto *box = view.findChild<QComboBox *>(QStringLiteral("epochMetric"));
+    QCOMPARE(box->count(), int(CompareView::epochMetrics().size()));
+    box->setCurrentText(QStringLiteral("train loss"));
+    QCOMPARE(view.epochMetric(), QStringLiteral("train loss"));
+    QList<QLineSeries *> s = seriesOf(view, "epochsChart");
+    QCOMPARE(s.size(), 4);
+    QCOMPARE(s[0]->points(), QList<QPointF>({QPointF(1, 1.0), QPointF(2, 0.5)}));
+    QCOMPARE(chart->title(), QStringLiteral("train loss per epoch"));
+    auto *y = qobject_cast<QValueAxis *>(chart->axes(Qt::Vertical).value(0));
+    QVERIFY(y);
+    QCOMPARE(y->titleText(), QStringLiteral("train loss"));
+    QVERIFY2(y->max() >= 1.0 && y->max() <= 2.0, qPrintable(QString::number(y->max())));
+
+    view.setEpochMetric(QStringLiteral("grad norm"));
+    QCOMPARE(box->currentText(), QStringLiteral("grad norm"));
+    s = seriesOf(view, "epochsChart");
+    QCOMPARE(s[3]->points(), QList<QPointF>({QPointF(2, 5.0)}));
+    // The colours still follow the colour axis, and an unknown metric changes nothing.
+    QCOMPARE(s[0]->color(), s[1]->color());
+    view.setEpochMetric(QStringLiteral("perplexity"));
+    QCOMPARE(view.epochMetric(), QStringLiteral("grad norm"));
+    // A new sweep keeps the choice, and so does the next session's window.
+    view.setEntries(kSweep, entries);
+    QCOMPARE(seriesOf(view, "epochsChart")[1]->points(), QList<QPointF>({QPointF(2, 3.0)}));
+    CompareView next;
+    QCOMPARE(next.epochMetric(), QStringLiteral("grad norm"));
+    view.setEpochMetric(QStringLiteral("test acc"));
+    QCOMPARE(seriesOf(view, "epochsChart")[0]->points(), QList<QPointF>({QPointF(1, 0.25), QPointF(2, 0.5)}));
+}
+
 void tst_CompareView::tableIsReadOnly()
 {
     CompareView view;
@@ -361,9 +414,10 @@ void tst_CompareView::exportWritesAFile()
         QVERIFY2(view.saveEpochsCsv(path, &error), qPrintable(error));
         const QStringList lines = fileLines(path);
         QCOMPARE(lines.size(), 1 + 2 * 2);
-        QCOMPARE(lines[0], QStringLiteral("index,devices,epoch,train_loss,train_acc,test_acc,seconds,images_per_second"));
-        QCOMPARE(lines[1], QStringLiteral("1,cpu,1,1.000000,0.360000,0.350000,60.000,100.0"));
-        QCOMPARE(lines[4], QStringLiteral("2,\"cpu,cpu\",2,0.500000,0.710000,0.700000,33.333,180.0"));
+        QCOMPARE(lines[0], QStringLiteral("index,devices,epoch,train_loss,train_acc,test_acc,seconds,images_per_second,"
+                                          "learning_rate,grad_norm"));
+        QCOMPARE(lines[1], QStringLiteral("1,cpu,1,1.000000,0.360000,0.350000,60.000,100.0,,"));
+        QCOMPARE(lines[4], QStringLiteral("2,\"cpu,cpu\",2,0.500000,0.710000,0.700000,33.333,180.0,,"));
     }
 }
 

@@ -20,6 +20,7 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QStackedBarSeries>
 #include <QTabWidget>
@@ -123,6 +124,24 @@ QString fixed(double value, int decimals)
     return QString::number(value, 'f', decimals);
 }
 
+// The per-epoch chart's choices; where zero means "not recorded" (an older run), such epochs draw no point.
+struct EpochColumn
+{
+    const char *name;
+    double EpochMetrics::*field;
+    bool fraction;       // 0 to 1: the axis fixed there
+    bool zeroUnknown;
+};
+
+const EpochColumn kEpochColumns[] = {
+    {QT_TRANSLATE_NOOP("CompareView", "test acc"), &EpochMetrics::testAcc, true, false},
+    {QT_TRANSLATE_NOOP("CompareView", "train acc"), &EpochMetrics::trainAcc, true, false},
+    {QT_TRANSLATE_NOOP("CompareView", "train loss"), &EpochMetrics::trainLoss, false, false},
+    {QT_TRANSLATE_NOOP("CompareView", "grad norm"), &EpochMetrics::gradNorm, false, true},
+    {QT_TRANSLATE_NOOP("CompareView", "learning rate"), &EpochMetrics::learningRate, false, true},
+    {QT_TRANSLATE_NOOP("CompareView", "img/s"), &EpochMetrics::imagesPerSecond, false, false},
+};
+
 QString devicesText(int n)
 {
     return n == 1 ? QStringLiteral("1 device") : QStringLiteral("%1 devices").arg(n);
@@ -134,6 +153,7 @@ CompareView::CompareView(QWidget *parent)
     : QWidget(parent)
     , m_title(new QLabel)
     , m_colourBox(new QComboBox)
+    , m_metricBox(new QComboBox)
     , m_pngButton(new QPushButton(tr("Export PNG…")))
     , m_svgButton(new QPushButton(tr("Export SVG…")))
     , m_csvButton(new QPushButton(tr("Export CSV…")))
@@ -150,6 +170,10 @@ CompareView::CompareView(QWidget *parent)
     m_title->setObjectName(QStringLiteral("sweepTitle"));
     m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_colourBox->setObjectName(QStringLiteral("colourAxis"));
+    m_metricBox->setObjectName(QStringLiteral("epochMetric"));
+    m_metricBox->setToolTip(tr("What the per-epoch chart draws for each run"));
+    for (const EpochColumn &c : kEpochColumns)
+        m_metricBox->addItem(tr(c.name));
     m_scalingSummary->setObjectName(QStringLiteral("scalingSummary"));
     m_scalingSummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_noScaling->setObjectName(QStringLiteral("noScaling"));
@@ -161,6 +185,10 @@ CompareView::CompareView(QWidget *parent)
 
     auto *header = new QHBoxLayout;
     header->addWidget(m_title, 1);
+    auto *metricLabel = new QLabel(tr("Show"));
+    metricLabel->setBuddy(m_metricBox);
+    header->addWidget(metricLabel);
+    header->addWidget(m_metricBox);
     auto *colourLabel = new QLabel(tr("Colour by"));
     colourLabel->setBuddy(m_colourBox);
     header->addWidget(colourLabel);
@@ -177,7 +205,7 @@ CompareView::CompareView(QWidget *parent)
     scalingLayout->addWidget(m_scalingSummary);
     scalingLayout->addWidget(m_noScaling, 1);
 
-    m_tabs->addTab(m_epochsView, tr("Accuracy per epoch"));
+    m_tabs->addTab(m_epochsView, tr("Per epoch"));
     m_tabs->addTab(m_learningRateView, tr("Accuracy vs learning rate"));
     m_tabs->addTab(scaling, tr("Scaling"));
     m_tabs->addTab(m_tableWidget, tr("Table"));
@@ -187,6 +215,20 @@ CompareView::CompareView(QWidget *parent)
     layout->addWidget(m_tabs, 1);
 
     connect(m_colourBox, &QComboBox::currentTextChanged, this, &CompareView::setColourAxis);
+    // The metric chosen last time, by its untranslated name.
+    const QString saved = QSettings().value(QStringLiteral("compare/epochMetric")).toString();
+    for (int i = 0; i < static_cast<int>(std::size(kEpochColumns)); ++i) {
+        if (saved == QLatin1String(kEpochColumns[i].name))
+            m_epochMetric = i;
+    }
+    m_metricBox->setCurrentIndex(m_epochMetric);
+    connect(m_metricBox, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (index >= 0 && index != m_epochMetric) {
+            m_epochMetric = index;
+            QSettings().setValue(QStringLiteral("compare/epochMetric"), QLatin1String(kEpochColumns[index].name));
+            rebuildEpochs();
+        }
+    });
     connect(m_tabs, &QTabWidget::currentChanged, this, &CompareView::updateButtons);
     connect(m_pngButton, &QPushButton::clicked, this, [this] { exportChart(false); });
     connect(m_svgButton, &QPushButton::clicked, this, [this] { exportChart(true); });
@@ -259,6 +301,25 @@ void CompareView::setColourAxis(const QString &axis)
     rebuildEpochs();
 }
 
+QStringList CompareView::epochMetrics()
+{
+    QStringList names;
+    for (const EpochColumn &c : kEpochColumns)
+        names << tr(c.name);
+    return names;
+}
+
+void CompareView::setEpochMetric(const QString &metric)
+{
+    if (const int index = static_cast<int>(epochMetrics().indexOf(metric)); index >= 0)
+        m_metricBox->setCurrentIndex(index);
+}
+
+QString CompareView::epochMetric() const
+{
+    return epochMetrics().value(m_epochMetric);
+}
+
 void CompareView::setCurrentTab(Tab tab)
 {
     m_tabs->setCurrentIndex(tab);
@@ -281,14 +342,16 @@ void CompareView::rebuildEpochs()
 {
     QChart *chart = m_epochsView->chart();
     clearChart(chart);
-    chart->setTitle(tr("Test accuracy per epoch"));
+    const EpochColumn &column = kEpochColumns[m_epochMetric];
+    chart->setTitle(tr("%1 per epoch").arg(tr(column.name)));
     auto *x = new QValueAxis;
     x->setTitleText(tr("epoch"));
     x->setLabelFormat(QStringLiteral("%d"));
     auto *y = new QValueAxis;
-    y->setTitleText(tr("test acc"));
+    y->setTitleText(tr(column.name));
     y->setRange(0.0, 1.0);
     y->setTickCount(6);
+    double top = 0.0;
     chart->addAxis(x, Qt::AlignBottom);
     chart->addAxis(y, Qt::AlignLeft);
     const std::string axis = m_colourAxis.toStdString();
@@ -305,7 +368,11 @@ void CompareView::rebuildEpochs()
         const QString name = m_colourAxis.isEmpty() ? tr("run %1").arg(value) : m_colourAxis + QLatin1Char('=') + value;
         QLineSeries *series = lineSeries(name, paletteColour(colourOf.at(value)));
         for (const EpochMetrics &m : e.metrics) {
-            series->append(m.epoch, m.testAcc);
+            const double value = m.*column.field;
+            if (column.zeroUnknown && value <= 0)
+                continue;
+            series->append(m.epoch, value);
+            top = std::max(top, value);
             epochs = std::max(epochs, m.epoch);
         }
         attach(chart, series, x, y);
@@ -316,6 +383,11 @@ void CompareView::rebuildEpochs()
         }
     }
     setEpochAxis(x, epochs);
+    if (!column.fraction && top > 0) {
+        y->setRange(0.0, top * 1.05);
+        y->applyNiceNumbers();
+        y->setLabelFormat(QStringLiteral("%.3g"));
+    }
 }
 
 void CompareView::rebuildLearningRate()
@@ -596,7 +668,8 @@ bool CompareView::saveEpochsCsv(const QString &path, QString *error)
     QStringList header = {QStringLiteral("index")};
     header << axes();
     header << QStringLiteral("epoch") << QStringLiteral("train_loss") << QStringLiteral("train_acc")
-           << QStringLiteral("test_acc") << QStringLiteral("seconds") << QStringLiteral("images_per_second");
+           << QStringLiteral("test_acc") << QStringLiteral("seconds") << QStringLiteral("images_per_second")
+           << QStringLiteral("learning_rate") << QStringLiteral("grad_norm");
     QString text = header.join(QLatin1Char(',')) + QLatin1Char('\n');
     for (std::size_t i = 0; i < m_entries.size(); ++i) {
         const SweepRow &row = m_table.rows[i];
@@ -607,6 +680,8 @@ bool CompareView::saveEpochsCsv(const QString &path, QString *error)
             text += prefix + QLatin1Char(',') + QString::number(m.epoch) + QLatin1Char(',') + fixed(m.trainLoss, 6)
                     + QLatin1Char(',') + fixed(m.trainAcc, 6) + QLatin1Char(',') + fixed(m.testAcc, 6)
                     + QLatin1Char(',') + fixed(m.seconds, 3) + QLatin1Char(',') + fixed(m.imagesPerSecond, 1)
+                    + QLatin1Char(',') + (m.learningRate > 0 ? QString::number(m.learningRate, 'g', 8) : QString())
+                    + QLatin1Char(',') + (m.gradNorm > 0 ? QString::number(m.gradNorm, 'g', 6) : QString())
                     + QLatin1Char('\n');
         }
     }

@@ -19,7 +19,7 @@ class QTableWidget;
 
 namespace trainlab {
 
-// One sweep's runs side by side: accuracy per epoch, accuracy against learning rate, scaling, and the table.
+// One sweep's runs side by side: a metric per epoch, accuracy against learning rate, scaling, and the table.
 class CompareView : public QWidget
 {
     Q_OBJECT
@@ -42,6 +42,11 @@ public:
     // Runs with the same value of this axis share a colour on the epochs chart; an unknown axis is ignored.
     void setColourAxis(const QString &axis);
     QString colourAxis() const { return m_colourAxis; }
+    // What the per-epoch chart draws: "test acc" (the default), "train acc", "train loss", "grad norm",
+    // "learning rate" or "img/s"; an unknown name is ignored. The choice is kept for the next session.
+    static QStringList epochMetrics();
+    void setEpochMetric(const QString &metric);
+    QString epochMetric() const;
     void setCurrentTab(Tab tab);
 
     int epochSeriesCount() const;
@@ -56,7 +61,8 @@ public:
     bool saveCurrentChartPng(const QString &path, QString *error);
     bool saveCurrentChartSvg(const QString &path, QString *error);
     bool saveTableCsv(const QString &path, QString *error);
-    // One line per run and epoch: index,<axes...>,epoch,train_loss,train_acc,test_acc,seconds,images_per_second
+    // One line per run and epoch: index,<axes...>,epoch,train_loss,train_acc,test_acc,seconds,images_per_second,
+    // learning_rate,grad_norm (the last two empty where unknown)
     bool saveEpochsCsv(const QString &path, QString *error);
 
 private:
@@ -72,6 +78,7 @@ private:
 
     QString m_sweepId;
     QString m_colourAxis;
+    int m_epochMetric = 0;
     std::vector<QueueEntry> m_entries;
     SweepTable m_table;
     int m_scalingPoints = 0;
@@ -79,6 +86,7 @@ private:
 
     QLabel *m_title;
     QComboBox *m_colourBox;
+    QComboBox *m_metricBox;
     QPushButton *m_pngButton;
     QPushButton *m_svgButton;
     QPushButton *m_csvButton;

@@ -131,8 +131,10 @@ const char *RunRecord::metricsHeader()
 namespace {
 
 // metrics.csv before the learning rate, then the gradient norm, was kept: still read, never written.
-constexpr const char *kMetricsHeaders[] = {"epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second",
-                                           "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate"};
+constexpr const char *kMetricsHeaders[] = {
+    "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second",
+    "epoch,train_loss,train_acc,test_acc,epoch_seconds,images_per_second,learning_rate",
+};
 
 } // namespace
 
