@@ -504,7 +504,7 @@ bool Replica::trainEpoch(int epoch, int epochs)
         if (!std::isfinite(c[kLossSum])) {
             m_failure = "the loss became " + std::string(std::isnan(c[kLossSum]) ? "NaN" : "infinite") + " at epoch "
                         + std::to_string(epoch) + " batch " + std::to_string(pending.batch + 1)
-                        + "; try a lower learning_rate (now " + std::to_string(config.learningRate) + ")";
+                        + "; try a lower learning_rate (now " + formatGeneral(config.learningRate) + ")";
             return false;
         }
         if (c[kStop] > 0) {
