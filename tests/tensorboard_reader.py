@@ -34,7 +34,13 @@ def build():
     message(file, "PluginData", [(1, "plugin_name", F.TYPE_STRING, {}), (2, "content", F.TYPE_BYTES, {})])
     message(file, "SummaryMetadata", [(1, "plugin_data", F.TYPE_MESSAGE, {"type_name": ".tb.PluginData"}),
                                       (2, "display_name", F.TYPE_STRING, {})])
+    message(file, "HistogramProto", [(1, "min", F.TYPE_DOUBLE, {}), (2, "max", F.TYPE_DOUBLE, {}),
+                                     (3, "num", F.TYPE_DOUBLE, {}), (4, "sum", F.TYPE_DOUBLE, {}),
+                                     (5, "sum_squares", F.TYPE_DOUBLE, {}),
+                                     (6, "bucket_limit", F.TYPE_DOUBLE, {"repeated": True}),
+                                     (7, "bucket", F.TYPE_DOUBLE, {"repeated": True})])
     message(file, "Value", [(1, "tag", F.TYPE_STRING, {}), (2, "simple_value", F.TYPE_FLOAT, {}),
+                            (5, "histo", F.TYPE_MESSAGE, {"type_name": ".tb.HistogramProto"}),
                             (7, "node_name", F.TYPE_STRING, {}),
                             (9, "metadata", F.TYPE_MESSAGE, {"type_name": ".tb.SummaryMetadata"})])
     message(file, "Summary", [(1, "value", F.TYPE_MESSAGE, {"type_name": ".tb.Value", "repeated": True})])
@@ -89,7 +95,7 @@ def records(path):
 
 def main():
     Event, HParamsPluginData = build()
-    out = {"file_version": [], "scalars": {}, "hparams": {}, "session_end": [], "steps": []}
+    out = {"file_version": [], "scalars": {}, "histograms": {}, "hparams": {}, "session_end": [], "steps": []}
     try:
         for path in sys.argv[1:]:
             for body in records(path):
@@ -109,6 +115,10 @@ def main():
                                 out["hparams"][k] = getattr(val, kind)
                         if p.HasField("session_end_info"):
                             out["session_end"].append(p.session_end_info.status)
+                    elif v.HasField("histo"):
+                        h = v.histo
+                        out["histograms"].setdefault(v.tag, []).append(
+                            [e.step, h.min, h.max, h.num, h.sum, h.sum_squares, list(h.bucket_limit), list(h.bucket)])
                     else:
                         out["scalars"].setdefault(v.tag, []).append([e.step, v.simple_value])
     except ValueError as err:

@@ -781,6 +781,16 @@ void tst_Cli::monitorLinePerEpoch()
     QCOMPARE(*rows[4].stats.meanUtilization, 87.0);
     QVERIFY(rows[4].stats.samples >= 1);
     QVERIFY(!rows[5].stats.meanPower);       // NOT_SUPPORTED stays empty, not 0
+    // TensorBoard gets the weights' histograms with each epoch, named as PyTorch names the parameters.
+    const QDir tb(QString::fromStdString(listed.front().dir + "/tb"));
+    const QStringList events = tb.entryList({QStringLiteral("events.out.tfevents.*")}, QDir::Files);
+    QCOMPARE(events.size(), 1);
+    QFile eventFile(tb.filePath(events.front()));
+    QVERIFY(eventFile.open(QIODevice::ReadOnly));
+    const QByteArray eventBytes = eventFile.readAll();
+    QCOMPARE(eventBytes.count("weights/fc.weight"), 2);
+    QCOMPARE(eventBytes.count("weights/resnet_block4_1.conv2.weight"), 2);
+    QCOMPARE(eventBytes.count("weights/fc.bias"), 0);
     // The runs folder's tables on stdout: the devices per epoch, and the metrics with the time split.
     const QString runs = m_dir.filePath(QStringLiteral("runs"));
     const Outcome devices = cli({QStringLiteral("runs"), QStringLiteral("--csv"), QStringLiteral("devices"), QStringLiteral("--runs-dir"), runs});

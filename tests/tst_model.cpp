@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -36,6 +37,7 @@ private Q_SLOTS:
     void winogradConvolution();
     void winogradDeclines();
     void winogradInTheModel();
+    void weightHistogramsCountEveryValue();
 };
 
 void tst_Model::parameterCount_data()
@@ -139,7 +141,8 @@ void tst_Model::checkpointRoundTrip()
     info.epoch = 3;
     info.seed = 1;
     info.config = "{\"name\":\"x\"}";
-    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}, 0.05, {}}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}, 0.1, {}}, {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}, 0.025, {}}};
+    info.metrics = {{1, 2.0, 0.1, 0.2, 3.0, 4.0, {}, 0.05, {}}, {2, 1.5, 0.3, 0.4, 3.0, 4.0, {}, 0.1, {}},
+                    {3, 1.0, 0.5, 0.6, 3.0, 4.0, {}, 0.025, {}, 0.0, 6.5}};
     trainlab::saveCheckpoint(path, *net, sgd, info);
     QCOMPARE(QDir(dir.path()).entryList(QDir::Files), QStringList{"checkpoint.pt"});
 
@@ -154,6 +157,7 @@ void tst_Model::checkpointRoundTrip()
     QCOMPARE(back.metrics[2].testAcc, 0.6);
     // The learning rate of each epoch too: a run resumed after a kill before its metrics.csv row keeps it.
     QCOMPARE(back.metrics[2].learningRate, 0.025);
+    QCOMPARE(back.metrics[2].gradNorm, 6.5);
     // The momentum buffers came back too: one more identical step keeps the two nets equal.
     for (auto *n : {&net, &fresh}) {
         (*n)->train();
@@ -349,6 +353,48 @@ void tst_Model::winogradInTheModel()
     }
     trainlab::setWinograd(*wino, false);
     QVERIFY(torch::equal(wino->forward(x), a));
+}
+
+// Each conv and fc weight once, its buckets counting every value between its lowest and highest, the sums as the
+// tensor gives them; a constant tensor gets one bucket, biases and BatchNorm none.
+void tst_Model::weightHistogramsCountEveryValue()
+{
+    torch::manual_seed(3);
+    auto net = trainlab::makeResNet18(1, 10);
+    trainlab::initD2lWeights(*net);
+    torch::NoGradGuard noGrad;
+    const auto params = net->named_parameters();
+    torch::Tensor fc = params["fc.weight"];
+    fc.fill_(0.25);
+    const std::vector<trainlab::TbHistogram> histograms = trainlab::weightHistograms(*net, 16);
+    std::size_t matrices = 0;
+    for (const auto &p : params)
+        matrices += p.value().dim() >= 2 ? 1 : 0;
+    QCOMPARE(histograms.size(), matrices);
+    for (const trainlab::TbHistogram &h : histograms) {
+        const torch::Tensor w = params[h.tag.substr(std::string("weights/").size())];
+        QCOMPARE(h.num, static_cast<double>(w.numel()));
+        double counted = 0.0;
+        for (const double c : h.counts)
+            counted += c;
+        QCOMPARE(counted, h.num);
+        QCOMPARE(h.limits.size(), h.counts.size());
+        QCOMPARE(h.limits.back(), h.max);
+        QCOMPARE(h.min, w.min().item<double>());
+        QVERIFY(std::abs(h.sumSquares - w.square().sum().item<double>()) <= 1e-4 * h.sumSquares);
+    }
+    const auto find = [&](const std::string &tag) {
+        return std::find_if(histograms.begin(), histograms.end(), [&](const auto &h) { return h.tag == tag; });
+    };
+    const auto constant = find("weights/fc.weight");
+    QVERIFY(constant != histograms.end());
+    QCOMPARE(constant->counts, std::vector<double>{static_cast<double>(fc.numel())});
+    QCOMPARE(constant->max, 0.25);
+    // The stem's N(0, 0.01) values: 16 buckets, the middle ones fullest.
+    const auto first = find("weights/conv.weight");
+    QVERIFY(first != histograms.end());
+    QCOMPARE(first->counts.size(), std::size_t(16));
+    QVERIFY(first->counts[7] + first->counts[8] > first->counts[0] + first->counts[15]);
 }
 
 QTEST_APPLESS_MAIN(tst_Model)

@@ -81,8 +81,10 @@ private:
 std::string tst_TensorBoard::makeRun(const ExperimentConfig &config, int epochs, const char *status)
 {
     RunRecord record(m_dir.filePath(QString::fromLatin1(QTest::currentTestFunction())).toStdString(), config, {"cpu"});
+    // A weight histogram with each epoch: values from -1 to 2, four up to 0.5, two above.
+    const trainlab::TbHistogram weights{"weights/fc.weight", -1.0, 2.0, 6.0, 1.5, 7.25, {0.5, 2.0}, {4.0, 2.0}};
     for (int e = 1; e <= epochs; ++e)
-        record.commitEpoch(epoch(e, 0.25 * e), {});
+        record.commitEpoch(epoch(e, 0.25 * e), {}, {weights});
     if (status) {
         trainlab::RunResult r;
         r.status = std::string(status) == "completed" ? trainlab::RunStatus::Completed : trainlab::RunStatus::Failed;
@@ -141,6 +143,11 @@ void tst_TensorBoard::pythonReadsTheFiles()
     QCOMPARE(scalars[QStringLiteral("train/loss")].toArray(), (QJsonArray{QJsonArray{1, 2.0}, QJsonArray{2, 1.0}}));
     QCOMPARE(scalars[QStringLiteral("learning_rate")].toArray().size(), 2);
     QCOMPARE(scalars[QStringLiteral("speed/images_per_second")].toArray().at(1).toArray().at(1).toDouble(), 1000.0);
+    // TensorBoard's HistogramProto, in the same event as the epoch's scalars.
+    const QJsonArray histograms = out[QStringLiteral("histograms")].toObject()[QStringLiteral("weights/fc.weight")].toArray();
+    QCOMPARE(histograms.size(), 2);
+    QCOMPARE(histograms.at(1).toArray(), (QJsonArray{2, -1.0, 2.0, 6.0, 1.5, 7.25, QJsonArray{0.5, 2.0}, QJsonArray{4.0, 2.0}}));
+    QCOMPARE(out[QStringLiteral("steps")].toArray().toVariantList().count(2), 1);
     const QJsonObject hparams = out[QStringLiteral("hparams")].toObject();
     QCOMPARE(hparams[QStringLiteral("batch_size")].toDouble(), 96.0);
     QCOMPARE(hparams[QStringLiteral("nesterov")].toBool(), true);

@@ -399,7 +399,8 @@ std::string RunRecord::goneMessage() const
     return m_dir + ": the run folder was deleted or moved while the run was training; nothing more of this run is recorded";
 }
 
-void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpointBytes)
+void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpointBytes,
+                            const std::vector<TbHistogram> &weights)
 {
     if (folderGone())
         throw std::runtime_error(goneMessage());
@@ -466,7 +467,7 @@ void RunRecord::commitEpoch(const EpochMetrics &m, const std::string &checkpoint
     m_summary.warmupSeconds += m.warmupSeconds;
     writeSummary();
     if (m_tensorBoard)
-        tensorBoard([&] { m_tensorBoard->epoch(m); });
+        tensorBoard([&] { m_tensorBoard->epoch(m, weights); });
 }
 
 bool RunRecord::saveEvaluation(Evaluation e)

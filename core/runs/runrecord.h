@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/eval/evaluation.h"
+#include "core/runs/tensorboard.h"
 #include "core/sweeps/sweep.h"
 #include "core/train/observer.h"
 
@@ -52,7 +53,6 @@ struct RunSummary
 // record exists; that lock is what tells a live run from an interrupted one.
 // Used from the one thread that drives the run.
 class DeviceSampler;
-class TensorBoardLog;
 
 class RunRecord
 {
@@ -76,7 +76,11 @@ public:
     bool wantsCheckpoint(const EpochMetrics &m) const;
     // Checkpoint first (checkpoint.pt, best.pt when it is the best epoch), then metrics.csv, then
     // summary.json, each replaced atomically: the record never claims an epoch the checkpoint does not hold.
-    void commitEpoch(const EpochMetrics &metrics, const std::string &checkpointBytes);
+    // The weights' histograms go to TensorBoard with the epoch's scalars.
+    void commitEpoch(const EpochMetrics &metrics, const std::string &checkpointBytes,
+                     const std::vector<TbHistogram> &weights = {});
+    // Whether the run writes TensorBoard files, so the weights' histograms are worth computing.
+    bool wantsHistograms() const { return m_tensorBoard != nullptr; }
     // evaluation.json for the checkpoint that holds e.epoch's weights (best.pt where it does, else checkpoint.pt),
     // written atomically; false (nothing written) when no checkpoint holds them. Throws when it cannot write.
     bool saveEvaluation(Evaluation e);

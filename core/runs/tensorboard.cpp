@@ -100,6 +100,18 @@ std::string varintField(int field, std::uint64_t value)
     return key(field, 0) + varint(value);
 }
 
+// A packed repeated double: its values one after another in a single length-delimited field.
+std::string packedDoubles(int field, const std::vector<double> &values)
+{
+    std::string bytes;
+    for (const double v : values) {
+        std::uint64_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        bytes += littleEndian(bits, 8);
+    }
+    return bytesField(field, bytes);
+}
+
 // tensorflow.Event: wall_time 1, step 2, file_version 3, summary 5.
 std::string event(double wallTime, std::int64_t step, const std::string &rest)
 {
@@ -214,11 +226,19 @@ std::string tbFileVersionEvent(double wallTime)
     return event(wallTime, 0, bytesField(3, "brain.Event:2"));
 }
 
-std::string tbScalarsEvent(double wallTime, std::int64_t step, const std::vector<TbScalar> &scalars)
+std::string tbScalarsEvent(double wallTime, std::int64_t step, const std::vector<TbScalar> &scalars,
+                           const std::vector<TbHistogram> &histograms)
 {
     std::string summary;
     for (const TbScalar &s : scalars)
         summary += bytesField(1, bytesField(1, s.tag) + floatField(2, static_cast<float>(s.value)));
+    // Summary.Value: histo 5 = HistogramProto {min 1, max 2, num 3, sum 4, sum_squares 5, bucket_limit 6, bucket 7}.
+    for (const TbHistogram &h : histograms) {
+        const std::string histo = doubleField(1, h.min) + doubleField(2, h.max) + doubleField(3, h.num)
+                                  + doubleField(4, h.sum) + doubleField(5, h.sumSquares) + packedDoubles(6, h.limits)
+                                  + packedDoubles(7, h.counts);
+        summary += bytesField(1, bytesField(1, h.tag) + bytesField(5, histo));
+    }
     return event(wallTime, step, bytesField(5, summary));
 }
 
@@ -359,9 +379,9 @@ void TensorBoardLog::append(const std::string &event)
     }
 }
 
-void TensorBoardLog::epoch(const EpochMetrics &metrics)
+void TensorBoardLog::epoch(const EpochMetrics &metrics, const std::vector<TbHistogram> &histograms)
 {
-    append(tbScalarsEvent(now(), metrics.epoch, tbEpochScalars(metrics)));
+    append(tbScalarsEvent(now(), metrics.epoch, tbEpochScalars(metrics), histograms));
 }
 
 void TensorBoardLog::finish(const std::string &status)

@@ -30,6 +30,20 @@ struct TbScalar
     double value = 0.0;
 };
 
+// A tensor's values in TensorBoard's HistogramProto: bucket i counts the values from limits[i - 1] (the lowest value
+// for i = 0) up to limits[i].
+struct TbHistogram
+{
+    std::string tag;
+    double min = 0.0;
+    double max = 0.0;
+    double num = 0.0;
+    double sum = 0.0;
+    double sumSquares = 0.0;
+    std::vector<double> limits;
+    std::vector<double> counts;
+};
+
 // One hyper-parameter of the HParams plugin: a number, a string or a bool (kind picks which).
 struct TbHParam
 {
@@ -41,7 +55,9 @@ struct TbHParam
 };
 
 std::string tbFileVersionEvent(double wallTime);
-std::string tbScalarsEvent(double wallTime, std::int64_t step, const std::vector<TbScalar> &scalars);
+// One step's event: its scalars and histograms in one Summary, so a resume that copies events by step keeps both.
+std::string tbScalarsEvent(double wallTime, std::int64_t step, const std::vector<TbScalar> &scalars,
+                           const std::vector<TbHistogram> &histograms = {});
 // The hparams plugin's session start (the run's settings) and end (its status: completed or failed).
 std::string tbSessionStartEvent(double wallTime, const std::vector<TbHParam> &hparams);
 std::string tbSessionEndEvent(double wallTime, bool succeeded);
@@ -62,7 +78,8 @@ public:
     TensorBoardLog(const TensorBoardLog &) = delete;
     TensorBoardLog &operator=(const TensorBoardLog &) = delete;
 
-    void epoch(const EpochMetrics &metrics);
+    // The epoch's scalars, and the histograms of its weights where given.
+    void epoch(const EpochMetrics &metrics, const std::vector<TbHistogram> &histograms = {});
     // completed or failed: the session's end; stopped leaves it open for a resume.
     void finish(const std::string &status);
     const std::string &path() const { return m_path; }

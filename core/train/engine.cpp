@@ -940,7 +940,16 @@ void Replica::run()
                         info.metrics = result.epochs;
                         bytes = serializeCheckpoint(*m_model, *m_optimizer, info);
                     }
-                    m_world.record->commitEpoch(m, bytes);
+                    std::vector<TbHistogram> weights;
+                    if (m_world.record->wantsHistograms()) {
+                        try {
+                            weights = weightHistograms(*m_model);
+                        } catch (const std::exception &e) {
+                            log("TensorBoard: the weights' histograms of epoch " + std::to_string(epoch) + " not written: "
+                                + errorText(e));
+                        }
+                    }
+                    m_world.record->commitEpoch(m, bytes, weights);
                     m.devices = m_world.record->lastDevices();
                     if (const std::string warning = m_world.record->takeWarning(); !warning.empty())
                         log(warning);

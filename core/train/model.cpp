@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 namespace trainlab {
 
 namespace {
@@ -198,6 +200,56 @@ MemoryLayout applySpeedSwitches(torch::nn::Module &model, const ExperimentConfig
     toMemoryLayout(model, layout);
     setWinograd(model, config.speed.winogradOn(deviceId, config.precision) && winogradAvailable());
     return layout;
+}
+
+std::vector<TbHistogram> weightHistograms(const torch::nn::Module &model, int buckets)
+{
+    torch::NoGradGuard noGrad;
+    std::vector<std::string> names;
+    std::vector<torch::Tensor> weights, stats;
+    for (const auto &p : model.named_parameters()) {
+        if (p.value().dim() < 2)
+            continue;
+        const torch::Tensor w = p.value().detach().reshape({-1}).to(torch::kFloat32);
+        names.push_back(p.key());
+        weights.push_back(w);
+        stats.push_back(torch::stack({w.min(), w.max(), w.sum(), w.square().sum()}));
+    }
+    if (weights.empty())
+        return {};
+    const torch::Tensor s = torch::stack(stats).to(torch::kCPU, torch::kFloat64).contiguous();
+    const auto a = s.accessor<double, 2>();
+    std::vector<TbHistogram> out;
+    std::vector<torch::Tensor> counts;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        const auto row = static_cast<std::int64_t>(i);
+        TbHistogram h;
+        h.tag = "weights/" + names[i];
+        h.min = a[row][0];
+        h.max = a[row][1];
+        h.num = static_cast<double>(weights[i].numel());
+        h.sum = a[row][2];
+        h.sumSquares = a[row][3];
+        if (!std::isfinite(h.min) || !std::isfinite(h.max) || !std::isfinite(h.sumSquares))
+            continue;
+        // All values equal: one bucket up to that value (histc would widen the range instead).
+        const int n = h.max > h.min ? buckets : 1;
+        for (int k = 1; k <= n; ++k)
+            h.limits.push_back(k == n ? h.max : h.min + (h.max - h.min) * k / n);
+        counts.push_back(n > 1 ? torch::histc(weights[i], n, h.min, h.max)
+                               : torch::full({1}, h.num, weights[i].options()));
+        out.push_back(std::move(h));
+    }
+    if (out.empty())
+        return out;
+    // One read for every tensor's buckets; histc counts in the weights' float, exact below 2^24 per bucket.
+    const torch::Tensor c = torch::cat(counts).to(torch::kCPU, torch::kFloat64).contiguous();
+    const double *values = c.data_ptr<double>();
+    for (TbHistogram &h : out) {
+        h.counts.assign(values, values + h.limits.size());
+        values += h.limits.size();
+    }
+    return out;
 }
 
 } // namespace trainlab

@@ -1,11 +1,13 @@
 #pragma once
 
 #include "core/config.h"
+#include "core/runs/tensorboard.h"
 
 #include <torch/nn/modules/container/sequential.h>
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace trainlab {
 
@@ -31,5 +33,9 @@ void setWinograd(torch::nn::Module &model, bool on);
 // The layout and Winograd switches of config for a replica on deviceId, applied to model; returns the layout its
 // inputs need. Training and the learning-rate finder share it, so a switch reaches both.
 MemoryLayout applySpeedSwitches(torch::nn::Module &model, const ExperimentConfig &config, const std::string &deviceId);
+// TensorBoard's histogram of each weight matrix and kernel (the parameters of 2 or more dimensions: the convs and
+// fc), tagged weights/<parameter name>, in `buckets` equal bins from its lowest to its highest value. Reads the
+// device twice, whatever the number of tensors; a tensor with a non-finite value is left out.
+std::vector<TbHistogram> weightHistograms(const torch::nn::Module &model, int buckets = 30);
 
 } // namespace trainlab
