@@ -187,6 +187,8 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("label_smoothing", "must be at least 0 and below 1", str(labelSmoothing));
     if (!std::isfinite(gradClipNorm) || gradClipNorm < 0)
         bad("grad_clip_norm", "must be 0 (off) or a norm above 0", str(gradClipNorm));
+    if (!std::isfinite(emaDecay) || emaDecay < 0 || emaDecay >= 1)
+        bad("ema_decay", "must be 0 (off), or above 0 and below 1", str(emaDecay));
     if (augmentation.cropPadding < 0 || augmentation.cropPadding > 14)
         bad("augmentation.crop_padding", "must be 0 (off) up to 14 pixels (half the image)", str(augmentation.cropPadding));
     if (!std::isfinite(augmentation.erasing) || augmentation.erasing < 0 || augmentation.erasing > 1)
@@ -362,6 +364,7 @@ std::string ExperimentConfig::toJson() const
         {"nesterov", nesterov},
         {"label_smoothing", labelSmoothing},
         {"grad_clip_norm", gradClipNorm},
+        {"ema_decay", emaDecay},
         {"schedule", {{"kind", schedule.kind}, {"warmup_epochs", schedule.warmupEpochs}, {"step_epochs", schedule.stepEpochs},
                       {"step_factor", schedule.stepFactor}, {"pct_start", schedule.pctStart}}},
         {"augmentation", {{"flip", augmentation.flip}, {"crop_padding", augmentation.cropPadding}, {"erasing", augmentation.erasing}}},
@@ -387,7 +390,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
                       "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
-                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "grad_clip_norm", "schedule",
+                      "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "grad_clip_norm", "ema_decay", "schedule",
                       "augmentation", "early_stopping", "tensorboard"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
@@ -427,6 +430,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.boolean("weight_decay_norm_and_bias", config.weightDecayNormAndBias);
     top.number("label_smoothing", config.labelSmoothing);
     top.number("grad_clip_norm", config.gradClipNorm);
+    top.number("ema_decay", config.emaDecay);
     if (const json *schedule = top.object("schedule")) {
         Reader r(*schedule, "schedule", problems, written);
         r.checkUnknown({"kind", "warmup_epochs", "step_epochs", "step_factor", "pct_start"});

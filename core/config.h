@@ -135,6 +135,9 @@ struct ExperimentConfig
     // Above 0: before each SGD step the averaged gradients are scaled so that their global L2 norm is at most this
     // (PyTorch's clip_grad_norm_); 0: off.
     double gradClipNorm = 0.0;
+    // Above 0: evaluation (and the checkpoint's evaluated weights) use an exponential moving average of the weights
+    // and BatchNorm statistics, updated after every step with this decay (warmed up over the first steps); 0: off.
+    double emaDecay = 0.0;
     ScheduleConfig schedule;
     AugmentationConfig augmentation;
     EarlyStoppingConfig earlyStopping;

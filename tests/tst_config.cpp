@@ -49,6 +49,7 @@ void tst_Config::roundTrip()
     c.weightDecayNormAndBias = false;
     c.labelSmoothing = 0.1;
     c.gradClipNorm = 1.5;
+    c.emaDecay = 0.999;
     c.schedule.kind = "cosine";
     c.schedule.warmupEpochs = 0.5;
     c.earlyStopping.patience = 3;
@@ -161,6 +162,9 @@ void tst_Config::invalid_data()
     QTest::newRow("norm and bias decay not a boolean") << R"({"weight_decay_norm_and_bias": "no"})" << "weight_decay_norm_and_bias: must be true or false";
     QTest::newRow("label smoothing") << R"({"label_smoothing": 1})" << "label_smoothing: must be at least 0 and below 1, got 1";
     QTest::newRow("negative clip norm") << R"({"grad_clip_norm": -0.5})" << "grad_clip_norm: must be 0 (off) or a norm above 0, got -0.5";
+    QTest::newRow("ema decay 1") << R"({"ema_decay": 1})" << "ema_decay: must be 0 (off), or above 0 and below 1, got 1";
+    QTest::newRow("negative ema decay") << R"({"ema_decay": -0.9})" << "ema_decay: must be 0 (off), or above 0 and below 1, got -0.9";
+    QTest::newRow("ema decay text") << R"({"ema_decay": "high"})" << "ema_decay: must be a number, got a string \"high\"";
     QTest::newRow("crop padding") << R"({"augmentation": {"crop_padding": 15}})" << "augmentation.crop_padding: must be 0 (off) up to 14 pixels (half the image), got 15";
     QTest::newRow("erasing") << R"({"augmentation": {"erasing": 1.5}})" << "augmentation.erasing: must be a probability from 0 to 1, got 1.5";
     QTest::newRow("flip type") << R"({"augmentation": {"flip": 1}})" << "augmentation.flip: must be true or false, got an integer 1";

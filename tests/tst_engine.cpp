@@ -89,6 +89,7 @@ struct Knobs
     trainlab::SpeedConfig speed{};
     trainlab::ScheduleConfig schedule{};
     double gradClipNorm = 0.0;
+    double emaDecay = 0.0;
 };
 
 // Counts the dtypes flowing through it, to see autocast at work inside each replica's thread.
@@ -126,6 +127,7 @@ trainlab::EngineResult train(int replicas, std::function<torch::nn::Sequential()
     setup.config.speed = knobs.speed;
     setup.config.schedule = knobs.schedule;
     setup.config.gradClipNorm = knobs.gradClipNorm;
+    setup.config.emaDecay = knobs.emaDecay;
     static const trainlab::StopFlag never{false};
     return trainlab::runEngine(std::move(setup), observer, knobs.stop ? *knobs.stop : never);
 }
@@ -162,6 +164,7 @@ class tst_Engine : public QObject
 private Q_SLOTS:
     void replicasMatchOneReplica_data();
     void replicasMatchOneReplica();
+    void weightAverageFollowsTheSteps();
     void resnetTwoReplicas();
     void stopMidEpoch_data();
     void stopMidEpoch();
@@ -305,6 +308,42 @@ void tst_Engine::resnetTwoReplicas()
     const auto logits = seq->forward(trainlab::toInput(data.test.images));
     const double acc = logits.argmax(1).eq(data.test.labels).sum().item<double>() / 41.0;
     QCOMPARE(run.result.epochs.at(0).testAcc, acc);
+}
+
+// With ema_decay the engine evaluates d * average + (1 - d) * weights, updated after every step with d warmed up as
+// min(decay, (1 + t) / (10 + t)). One step per epoch, so the average follows from the weights before and after each.
+void tst_Engine::weightAverageFollowsTheSteps()
+{
+    const auto data = learnableData(24, 40);
+    Knobs knobs;
+    knobs.emaDecay = 0.9;
+    RecordingObserver first, second, pair;
+    auto one = train(1, smallModel, data, 1, 24, first, knobs);
+    auto two = train(1, smallModel, data, 2, 24, second, knobs);
+    QCOMPARE(toString(two.result.status), "completed");
+    QCOMPARE(two.averages.size(), size_t(1));
+    torch::manual_seed(0);   // the engine's master, seeded with the config's seed
+    auto start = smallModel();
+    const double d0 = 0.1, d1 = 2.0 / 11.0;
+    const auto p0 = start->parameters(), p1 = one.replicas[0]->parameters(), p2 = two.replicas[0]->parameters();
+    const auto after1 = one.averages[0]->parameters(), after2 = two.averages[0]->parameters();
+    for (size_t i = 0; i < p0.size(); ++i) {
+        const torch::Tensor expected1 = d0 * p0[i] + (1 - d0) * p1[i];
+        QVERIFY(torch::allclose(after1[i], expected1, 1e-5, 1e-7));
+        QVERIFY(torch::allclose(after2[i], d1 * expected1 + (1 - d1) * p2[i], 1e-5, 1e-7));
+    }
+    QVERIFY(maxRelativeDifference(*two.replicas[0], *two.averages[0]) > 1e-3);   // not vacuous
+    // Two replicas keep the same average as one.
+    auto multi = train(2, smallModel, data, 2, 24, pair, knobs);
+    QCOMPARE(toString(multi.result.status), "completed");
+    QCOMPARE(multi.averages.size(), size_t(2));
+    const double diff = maxRelativeDifference(*two.averages[0], *multi.averages[1]);
+    QVERIFY2(diff < 1e-5, std::to_string(diff).c_str());
+    QVERIFY(train(1, smallModel, data, 1, 24, first).averages.empty());   // off by default
+    // The test accuracy is the average's.
+    torch::NoGradGuard noGrad;
+    const auto logits = two.averages[0]->forward(trainlab::toInput(data.test.images));
+    QCOMPARE(second.epochs.back().testAcc, logits.argmax(1).eq(data.test.labels).sum().item<double>() / 40.0);
 }
 
 void tst_Engine::stopMidEpoch_data()

@@ -309,14 +309,18 @@ void tst_Evaluation::handMadeCheckpointGivesItsMatrix()
 void tst_Evaluation::evaluatesARunLikeItsLastEpoch_data()
 {
     QTest::addColumn<QStringList>("devices");
-    QTest::newRow("1 replica") << QStringList{"cpu"};
+    QTest::addColumn<double>("ema");   // ema_decay
+    QTest::newRow("1 replica") << QStringList{"cpu"} << 0.0;
     // Each replica evaluates half the test set: evaluation.json still holds every image's answer.
-    QTest::newRow("2 replicas") << QStringList{"cpu", "cpu"};
+    QTest::newRow("2 replicas") << QStringList{"cpu", "cpu"} << 0.0;
+    // The run evaluated its weights' average: so does a second pass over its checkpoint.
+    QTest::newRow("1 replica, weight average") << QStringList{"cpu"} << 0.5;
 }
 
 void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
 {
     QFETCH(QStringList, devices);
+    QFETCH(double, ema);
 #ifdef TRAINLAB_SANITIZED
     // About 15 s under ASan; the slots and the summary run in the 1-replica row, the collective in tst_trainer's.
     if (devices.size() > 1)
@@ -331,6 +335,7 @@ void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
     c.learningRate = 0.1;
     c.epochs = 1;
     c.cpuThreads = 2;
+    c.emaDecay = ema;
     c.devices.clear();
     for (const QString &d : devices)
         c.devices.push_back(d.toStdString());
@@ -352,6 +357,13 @@ void tst_Evaluation::evaluatesARunLikeItsLastEpoch()
     QCOMPARE(total, std::int64_t(30));
     QCOMPARE(e.classes.front().name, std::string("T-shirt/top"));
     QCOMPARE(trainlab::evaluateRun(result.runDir, "last").checkpoint, std::string("checkpoint.pt"));
+    if (ema > 0) {
+        // The checkpoint keeps both: the trained weights to resume from, the average to evaluate.
+        auto trained = trainlab::makeResNet18(1, 10), averaged = trainlab::makeResNet18(1, 10);
+        trainlab::loadCheckpoint(result.runDir + "/best.pt", *trained);
+        trainlab::loadEvaluatedWeights(result.runDir + "/best.pt", *averaged);
+        QVERIFY(!torch::equal(trained->parameters().back(), averaged->parameters().back()));
+    }
 
     // The run wrote its own from its last evaluation pass: the same answers as a second pass over the checkpoint.
     const std::string file = result.runDir + "/" + trainlab::kEvaluationFile;

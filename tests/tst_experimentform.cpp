@@ -119,6 +119,7 @@ void tst_ExperimentForm::roundTrip_data()
     c.speed.winograd = false;
     c.augmentation = {true, 4, 0.3};
     c.gradClipNorm = 2.5;
+    c.emaDecay = 0.995;
     QTest::newRow("every field") << c;
     QTest::newRow("fmnist-fast") << trainlab::loadPreset("fmnist-fast");
     // What validate() refuses is still shown as it is, not clamped into something valid.
@@ -133,6 +134,7 @@ void tst_ExperimentForm::roundTrip_data()
     bad.model.init = "xavier";
     bad.augmentation.cropPadding = 40;
     bad.gradClipNorm = -1;
+    bad.emaDecay = 1.5;
     QTest::newRow("out of range") << bad;
     ExperimentConfig order;
     order.devices = {"cuda:1", "cuda:0"};   // rank 0 is cuda:1: the order is the user's

@@ -115,10 +115,12 @@ void tst_Resume::resumeEqualsUninterrupted_data()
     QTest::addColumn<QStringList>("devices");
     QTest::addColumn<int>("stopAfter");
     QTest::addColumn<bool>("augmented");
-    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1 << false;
-    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2 << false;
-    // Augmentation's draws come from the seed and the global step, so they too continue exactly.
-    QTest::newRow("2 replicas, augmented, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << true;
+    QTest::addColumn<double>("ema");   // ema_decay
+    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1 << false << 0.0;
+    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2 << false << 0.0;
+    // Augmentation's draws come from the seed and the global step, so they too continue exactly; so does the
+    // weights' average, which the checkpoint keeps and evaluation uses.
+    QTest::newRow("2 replicas, augmented, averaged, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << true << 0.9;
 }
 
 void tst_Resume::resumeEqualsUninterrupted()
@@ -126,16 +128,19 @@ void tst_Resume::resumeEqualsUninterrupted()
     QFETCH(QStringList, devices);
     QFETCH(int, stopAfter);
     QFETCH(bool, augmented);
+    QFETCH(double, ema);
     std::vector<std::string> list;
     for (const QString &d : devices)
         list.push_back(d.toStdString());
     ExperimentConfig config = tiny(3, list);
     if (augmented)
         config.augmentation = {true, 3, 0.5};
+    config.emaDecay = ema;
     const std::string runs = runsDir(QTest::currentDataTag());
 
     // One uninterrupted run per device list, shared by the rows.
-    const QString key = devices.join(QLatin1Char(',')) + (augmented ? QStringLiteral("+augmented") : QString());
+    const QString key = devices.join(QLatin1Char(',')) + (augmented ? QStringLiteral("+augmented") : QString())
+                        + QString::number(ema);
     if (!m_straight.contains(key)) {
         trainlab::StopFlag never{false};
         RecordingObserver whole;
@@ -165,6 +170,11 @@ void tst_Resume::resumeEqualsUninterrupted()
     // Bitwise the same weights and the same learning curve as the run that was never stopped.
     QCOMPARE(logDigest(second.logs), straightDigest);
     QCOMPARE(learningColumns(resumed.runDir), learningColumns(straight.runDir));
+    // The evaluated weights too (the average, where the run keeps one), bitwise.
+    auto evaluated = trainlab::makeResNet18(1, 10), straightEvaluated = trainlab::makeResNet18(1, 10);
+    trainlab::loadEvaluatedWeights(resumed.runDir + "/checkpoint.pt", *evaluated);
+    trainlab::loadEvaluatedWeights(straight.runDir + "/checkpoint.pt", *straightEvaluated);
+    QCOMPARE(trainlab::weightsDigest(*evaluated), trainlab::weightsDigest(*straightEvaluated));
     const auto summary = trainlab::readRunSummary(resumed.runDir);
     QCOMPARE(summary.status, std::string("completed"));
     QCOMPARE(summary.epochsDone, 3);

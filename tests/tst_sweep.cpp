@@ -382,6 +382,7 @@ void tst_Sweep::recipeText_data()
         << "step ×0.5/3, lr warm-up 1, crop 4, flip, early stop 2";
     QTest::newRow("one cycle") << R"({"schedule": {"kind": "one_cycle"}})" << "one_cycle";
     QTest::newRow("gradient clipping") << R"({"grad_clip_norm": 1, "label_smoothing": 0.1})" << "smoothing 0.1, clip 1";
+    QTest::newRow("weight average") << R"({"grad_clip_norm": 1, "ema_decay": 0.999})" << "clip 1, EMA 0.999";
 }
 
 void tst_Sweep::recipeText()

@@ -128,6 +128,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_decayNormAndBias(new QCheckBox(tr("Weight decay on BatchNorm and biases too")))
     , m_labelSmoothing(lineEdit("labelSmoothing", tr("0, or e.g. 0.1")))
     , m_gradClip(lineEdit("gradClipNorm", tr("0 (off), or a norm, e.g. 1")))
+    , m_emaDecay(lineEdit("emaDecay", tr("0 (off), or e.g. 0.999")))
     , m_patience(spinBox("patience", INT_MIN, INT_MAX))
     , m_flip(new QCheckBox(tr("Random left-right flip")))
     , m_cropPadding(spinBox("cropPadding", INT_MIN, INT_MAX))
@@ -224,7 +225,8 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     // Short: the collapsed line sets the form's width, and so how much of the window the chart gets.
     m_advancedToggle->setText(tr("Advanced: recipe, augmentation, precision, speed, limits"));
     m_advancedToggle->setToolTip(tr("Momentum, weight decay, learning-rate schedule, label smoothing, gradient clipping, "
-                                    "augmentation, early stopping, precision, speed switches, threads, image limits"));
+                                    "weight average, augmentation, early stopping, precision, speed switches, threads, "
+                                    "image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     m_advancedToggle->setArrowType(Qt::RightArrow);
     m_advancedToggle->setCheckable(true);
@@ -246,6 +248,9 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_gradClip->setToolTip(tr("Before each step, scale the gradients down so that their global L2 norm is at most this "
                               "(PyTorch's clip_grad_norm_); 0: off"));
     advancedForm->addRow(tr("&Gradient clipping (max norm):"), m_gradClip);
+    m_emaDecay->setToolTip(tr("Evaluate a moving average of the weights, updated after every step with this decay "
+                              "(0.999: about the last 1,000 steps); export and classify use it too. 0: off"));
+    advancedForm->addRow(tr("Weight &average (EMA decay):"), m_emaDecay);
     advancedForm->addRow(tr("Early stop &patience (0: off):"), m_patience);
     m_flip->setObjectName(QStringLiteral("flip"));
     m_cropPadding->setToolTip(tr("Shift each training image by up to this many pixels each way (a random crop of the padded image)"));
@@ -293,6 +298,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("schedule.warmup_epochs"), m_warmup},
                 {QStringLiteral("label_smoothing"), m_labelSmoothing},
                 {QStringLiteral("grad_clip_norm"), m_gradClip},
+                {QStringLiteral("ema_decay"), m_emaDecay},
                 {QStringLiteral("early_stopping.patience"), m_patience},
                 {QStringLiteral("augmentation.flip"), m_flip},
                 {QStringLiteral("augmentation.crop_padding"), m_cropPadding},
@@ -301,7 +307,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("speed.warmup"), m_speedWarmup},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
-    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_gradClip, m_erasing})
+    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_gradClip, m_emaDecay, m_erasing})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
     for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience, m_cropPadding})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
@@ -381,6 +387,7 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
         m_advancedToggle->setChecked(true);
     m_labelSmoothing->setText(shortest(config.labelSmoothing));
     m_gradClip->setText(shortest(config.gradClipNorm));
+    m_emaDecay->setText(shortest(config.emaDecay));
     m_patience->setValue(config.earlyStopping.patience);
     m_flip->setChecked(config.augmentation.flip);
     m_cropPadding->setValue(config.augmentation.cropPadding);
@@ -452,6 +459,8 @@ ExperimentConfig ExperimentForm::config() const
         c.labelSmoothing = v;
     if (const double v = parseNumber(m_gradClip->text(), &ok); ok)
         c.gradClipNorm = v;
+    if (const double v = parseNumber(m_emaDecay->text(), &ok); ok)
+        c.emaDecay = v;
     c.earlyStopping.patience = m_patience->value();
     c.augmentation.flip = m_flip->isChecked();
     c.augmentation.cropPadding = m_cropPadding->value();
@@ -489,6 +498,7 @@ QStringList ExperimentForm::unparsedText() const
     number("schedule.warmup_epochs", m_warmup, false);
     number("label_smoothing", m_labelSmoothing, false);
     number("grad_clip_norm", m_gradClip, false);
+    number("ema_decay", m_emaDecay, false);
     number("augmentation.erasing", m_erasing, false);
     return list;
 }
@@ -589,7 +599,7 @@ void ExperimentForm::showProblems()
     }
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
-        for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing", "grad_clip_norm",
+        for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing", "grad_clip_norm", "ema_decay",
                                  "early_stopping.patience", "augmentation.crop_padding", "augmentation.erasing", "precision", "speed.channels_last", "speed.warmup", "cpu_threads",
                                  "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)

@@ -105,6 +105,7 @@ private:
     QCheckBox *m_decayNormAndBias;
     QLineEdit *m_labelSmoothing;
     QLineEdit *m_gradClip;
+    QLineEdit *m_emaDecay;
     QSpinBox *m_patience;
     QCheckBox *m_flip;
     QSpinBox *m_cropPadding;

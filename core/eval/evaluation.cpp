@@ -158,7 +158,7 @@ RunModel loadRunModel(const std::string &runDir, const std::string &which)
     r.checkpointPath = evaluationCheckpoint(runDir, which);
     r.config = ExperimentConfig::load((fs::path(runDir) / "config.json").string());
     r.model = makeResNet18(r.config.model.inChannels, r.config.model.numClasses);
-    r.info = loadCheckpoint(r.checkpointPath, *r.model);
+    r.info = loadEvaluatedWeights(r.checkpointPath, *r.model);
     r.model->eval();
     if (r.config.cpuThreads > 0)
         at::set_num_threads(r.config.cpuThreads);

@@ -110,6 +110,8 @@ std::string recipeText(const ExperimentConfig &c)
         add("smoothing " + formatGeneral(c.labelSmoothing));
     if (c.gradClipNorm > 0)
         add("clip " + formatGeneral(c.gradClipNorm));
+    if (c.emaDecay > 0)
+        add("EMA " + formatGeneral(c.emaDecay));
     if (c.schedule.kind == "step")
         add("step ×" + formatGeneral(c.schedule.stepFactor) + "/" + std::to_string(c.schedule.stepEpochs));
     else if (c.schedule.kind != "constant")

@@ -284,6 +284,7 @@ std::vector<TbHParam> tbHParams(const ExperimentConfig &c)
             number("weight_decay", c.weightDecay),
             number("label_smoothing", c.labelSmoothing),
             number("grad_clip_norm", c.gradClipNorm),
+            number("ema_decay", c.emaDecay),
             text("schedule", c.schedule.kind),
             number("warmup_epochs", c.schedule.warmupEpochs),
             text("augmentation", c.augmentation.describe()),

@@ -145,13 +145,19 @@ std::vector<std::string> configDifferences(const std::string &a, const std::stri
     return out;
 }
 
-std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info)
+std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info,
+                                torch::nn::Module *ema)
 {
     torch::serialize::OutputArchive archive, modelArchive, optimizerArchive;
     model.save(modelArchive);
     optimizer.save(optimizerArchive);
     archive.write("model", modelArchive);
     archive.write("optimizer", optimizerArchive);
+    if (ema) {
+        torch::serialize::OutputArchive emaArchive;
+        ema->save(emaArchive);
+        archive.write("ema", emaArchive);
+    }
     archive.write("format_version", c10::IValue(static_cast<std::int64_t>(CheckpointInfo::kFormatVersion)));
     archive.write("epoch", torch::tensor(static_cast<std::int64_t>(info.epoch)));
     archive.write("seed", torch::tensor(static_cast<std::int64_t>(info.seed)));
@@ -182,7 +188,7 @@ CheckpointInfo readCheckpointInfo(const std::string &bytes, const std::string &o
 }
 
 CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &origin, torch::nn::Module &model,
-                                   torch::optim::Optimizer *optimizer, const torch::Device &device)
+                                   torch::optim::Optimizer *optimizer, const torch::Device &device, torch::nn::Module *ema)
 {
     try {
         torch::serialize::InputArchive archive, modelArchive;
@@ -195,6 +201,12 @@ CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &
             archive.read("optimizer", optimizerArchive);
             optimizer->load(optimizerArchive);
         }
+        if (ema) {
+            torch::serialize::InputArchive emaArchive;
+            if (!archive.try_read("ema", emaArchive))
+                throw std::runtime_error("it holds no moving average of the weights (ema_decay)");
+            ema->load(emaArchive);
+        }
         return info;
     } catch (const std::exception &e) {
         throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
@@ -204,6 +216,22 @@ CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &
 CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
 {
     return loadCheckpointBytes(readFile(path, kMaxCheckpointBytes), path, model, optimizer);
+}
+
+CheckpointInfo loadEvaluatedWeights(const std::string &path, torch::nn::Module &model)
+{
+    const std::string bytes = readFile(path, kMaxCheckpointBytes);
+    try {
+        torch::serialize::InputArchive archive, weights;
+        archive.load_from(bytes.data(), bytes.size());
+        CheckpointInfo info = readInfo(archive);
+        if (!archive.try_read("ema", weights))
+            archive.read("model", weights);
+        model.load(weights);
+        return info;
+    } catch (const std::exception &e) {
+        throw std::runtime_error(path + ": not a TrainLab checkpoint: " + errorText(e));
+    }
 }
 
 } // namespace trainlab

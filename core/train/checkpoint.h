@@ -36,17 +36,24 @@ std::vector<std::string> configDifferences(const std::string &a, const std::stri
 
 // Serialised in memory, so a full disk surfaces as an error from writeFileAtomic rather than as an
 // exception thrown from PyTorchStreamWriter's destructor (which terminates the process).
-std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info);
+// ema: the weights' moving average (ema_decay), kept beside them as "ema" where given.
+std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info,
+                                torch::nn::Module *ema = nullptr);
 // Atomic (temporary file, fsync, rename); throws naming the file.
 void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer &optimizer,
                     const CheckpointInfo &info);
 
 // origin names the file in errors. Throws "<origin>: not a TrainLab checkpoint: ..." for anything unreadable.
 CheckpointInfo readCheckpointInfo(const std::string &bytes, const std::string &origin);
-// Loads the weights (and the optimizer state when given) onto device; returns the checkpoint's info.
+// Loads the weights (and the optimizer state, and the moving average, when given) onto device; returns the
+// checkpoint's info. A checkpoint without the moving average asked for is refused.
 CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &origin, torch::nn::Module &model,
-                                   torch::optim::Optimizer *optimizer, const torch::Device &device = torch::kCPU);
+                                   torch::optim::Optimizer *optimizer, const torch::Device &device = torch::kCPU,
+                                   torch::nn::Module *ema = nullptr);
 CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model,
                               torch::optim::Optimizer *optimizer = nullptr);
+// The weights the run evaluated, for evaluate, classify and export: the moving average where the run kept one
+// (ema_decay), else the trained weights.
+CheckpointInfo loadEvaluatedWeights(const std::string &path, torch::nn::Module &model);
 
 } // namespace trainlab

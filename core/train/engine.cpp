@@ -97,6 +97,7 @@ struct World
     std::vector<TimeSplit> times;            // this epoch's, one per local rank that measured it
     double warmupSeconds = 0.0;              // the slowest local replica's warm-up
     std::vector<torch::nn::Sequential> replicas;
+    std::vector<torch::nn::Sequential> averages;   // with ema_decay
     RunResult result;
     std::string digest;
 };
@@ -209,6 +210,7 @@ private:
     // This rank's part of a global batch of count images.
     std::int64_t shareOf(std::int64_t count) const { return batchShare(count, m_world.worldSize, m_rank).count; }
     void optimizerStep();
+    void updateAverage();
     bool replayCompute(const torch::Tensor &x, const torch::Tensor &y, std::int64_t count, std::int64_t mine);
     bool replayUpdate();
     double evaluate(int epoch);
@@ -242,6 +244,10 @@ private:
     std::shared_ptr<Rendezvous> m_rendezvous;
     std::unique_ptr<Collective> m_collective;
     torch::nn::Sequential m_model{nullptr};
+    // With ema_decay: the moving average of m_model's weights and float buffers, which evaluation runs; the two lists
+    // pair its tensors with the model's.
+    torch::nn::Sequential m_average{nullptr};
+    std::vector<torch::Tensor> m_averaged, m_averagedFrom;
     std::unique_ptr<torch::optim::SGD> m_optimizer;
     // Flat gradient buffers, each parameter's .grad a view into one (DDP's gradient_as_bucket_view), the
     // step's control slots at the end of the last: the all-reduce sums them in place, nothing is copied.
@@ -362,11 +368,33 @@ void Replica::prepareLocal()
             b.value().copy_(srcBuffers[b.key()]);
     }
     m_optimizer = makeOptimizer(*m_model, config);
-    // The momentum buffers come from the checkpoint; the weights too (the same as the master's).
+    if (config.emaDecay > 0) {
+        m_average = m_makeModel();
+        m_average->to(m_device);
+        torch::NoGradGuard noGrad;
+        auto params = m_model->named_parameters();
+        for (auto &p : m_average->named_parameters())
+            p.value().copy_(params[p.key()]);
+        auto buffers = m_model->named_buffers();
+        for (auto &b : m_average->named_buffers())
+            b.value().copy_(buffers[b.key()]);
+        m_average->eval();
+    }
+    // The momentum buffers come from the checkpoint; the weights and their average too (the weights are the master's).
     if (m_world.resumeCheckpoint)
-        loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device);
+        loadCheckpointBytes(*m_world.resumeCheckpoint, m_world.resumeOrigin, *m_model, m_optimizer.get(), m_device,
+                            m_average ? m_average.get() : nullptr);
     // After the load, which gives each parameter the strides it was saved with.
     m_layout = applySpeedSwitches(*m_model, config, m_deviceId);
+    if (m_average) {
+        applySpeedSwitches(*m_average, config, m_deviceId);
+        m_averaged = m_average->parameters();
+        m_averagedFrom = m_model->parameters();
+        for (auto &b : floatBuffers(*m_average))
+            m_averaged.push_back(b);
+        for (auto &b : floatBuffers(*m_model))
+            m_averagedFrom.push_back(b);
+    }
     makeGradientBuckets();
     // Every run's epochs carry their gradient norm (TensorBoard's train/grad_norm); clipping also counts its steps.
     m_gradNormSum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat32).device(m_device));
@@ -386,6 +414,7 @@ void Replica::prepareLocal()
     m_testLabels = data.test.labels.to(m_device);
     std::lock_guard<std::mutex> lock(m_world.mutex);
     m_world.replicas[static_cast<std::size_t>(m_localRank)] = m_model;
+    m_world.averages[static_cast<std::size_t>(m_localRank)] = m_average;
 }
 
 void Replica::makeGradientBuckets()
@@ -592,6 +621,8 @@ bool Replica::trainEpoch(int epoch, int epochs)
                 m_timer->mark();
                 if (!graphed || !replayUpdate())
                     optimizerStep();
+                if (m_average)
+                    updateAverage();
                 m_timer->lap(SplitTimer::Optimizer);
             } catch (const std::exception &e) {
                 fail(errorText(e));
@@ -715,6 +746,17 @@ void Replica::optimizerStep()
     }
 }
 
+// average = d * average + (1 - d) * weights, d warmed up as timm's ModelEma does (min(decay, (1 + t) / (10 + t)) at
+// step t), so a short run's average is not held back by the first weights. Eager: d changes, a graph would fix it.
+void Replica::updateAverage()
+{
+    const double t = static_cast<double>(m_globalStep);
+    const double d = std::min(m_world.config.emaDecay, (1.0 + t) / (10.0 + t));
+    torch::NoGradGuard noGrad;
+    at::_foreach_mul_(m_averaged, d);
+    at::_foreach_add_(m_averaged, m_averagedFrom, 1.0 - d);
+}
+
 #ifdef TRAINLAB_WITH_CUDA
 // Records work into graph on this thread's (side) stream; a capture that fails for any reason turns graphs off for
 // this replica and the run goes on eagerly: nothing ran during the capture, so the step is simply done again.
@@ -831,6 +873,9 @@ double Replica::evaluate(int epoch)
 {
     // BatchNorm statistics differ per replica after training: average them first.
     allreduceMean(m_collective.get(), floatBuffers(*m_model), m_world.worldSize);
+    if (m_average)
+        allreduceMean(m_collective.get(), floatBuffers(*m_average), m_world.worldSize);
+    torch::nn::Sequential &evaluated = m_average ? m_average : m_model;
     torch::NoGradGuard noGrad;
     m_model->eval();
     const std::int64_t n = m_testLabels.size(0);
@@ -859,7 +904,7 @@ double Replica::evaluate(int epoch)
                 if (padded && stop - i < batch)
                     images = torch::cat({images, images.new_zeros({batch - (stop - i), images.size(1), images.size(2)})});
                 const torch::Tensor y = m_testLabels.slice(0, i, stop);
-                const torch::Tensor out = m_model->forward(input(images)).to(torch::kFloat32).slice(0, 0, stop - i);
+                const torch::Tensor out = evaluated->forward(input(images)).to(torch::kFloat32).slice(0, 0, stop - i);
                 logits.slice(0, i, stop).copy_(out);
                 counts[0] += out.argmax(1).eq(y).sum().to(torch::kFloat32);
             }
@@ -938,7 +983,7 @@ void Replica::run()
                         info.seed = m_world.config.seed;
                         info.config = m_world.boundConfig;
                         info.metrics = result.epochs;
-                        bytes = serializeCheckpoint(*m_model, *m_optimizer, info);
+                        bytes = serializeCheckpoint(*m_model, *m_optimizer, info, m_average ? m_average.get() : nullptr);
                     }
                     std::vector<TbHistogram> weights;
                     if (m_world.record->wantsHistograms()) {
@@ -1136,6 +1181,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     }
     auto makeModel = setup.makeModel;
     world.replicas.resize(static_cast<std::size_t>(local));
+    world.averages.resize(static_cast<std::size_t>(local));
 
     RunInfo info;
     info.devices = world.worldDevices;
@@ -1166,6 +1212,8 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         t.join();
     out.result = world.result;
     out.replicas = world.replicas;
+    if (config.emaDecay > 0)
+        out.averages = world.averages;
     out.weightsDigest = world.digest;
     releaseFreeHeap();
     return out;

@@ -33,6 +33,7 @@ struct EngineResult
 {
     RunResult result;
     std::vector<torch::nn::Sequential> replicas;        // this node's replicas, for tests and checks
+    std::vector<torch::nn::Sequential> averages;        // with ema_decay: their weights' moving averages
     std::string weightsDigest;                          // FNV-1a of rank 0's parameters and buffers
 };
 
