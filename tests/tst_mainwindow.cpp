@@ -117,6 +117,7 @@ private Q_SLOTS:
     void settingsRememberRecentFilesAndRunsFolder();
     void rangeTestHoldsTheDevices();
     void chartHasMostOfTheWidth();
+    void advancedFormNeverClipped();
 
 private:
     // A small real experiment on the built-in sample, entered through the form's widgets.
@@ -830,6 +831,24 @@ void tst_MainWindow::chartHasMostOfTheWidth()
     const int form = window.form()->width(), chart = window.chart()->width();
     qInfo("form %d px, chart %d px of %d", form, chart, window.width());
     QVERIFY2(chart >= window.width() / 2, qPrintable(QStringLiteral("chart %1 px, form %2 px").arg(chart).arg(form)));
+}
+
+// Opened, Advanced's previews make the form wider than collapsed: the panel follows, so no field is cut off.
+void tst_MainWindow::advancedFormNeverClipped()
+{
+    MainWindow window;
+    window.resize(1280, 800);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QWidget *viewport = window.form()->parentWidget();
+    const int collapsed = window.form()->minimumSizeHint().width();
+    window.form()->setAdvancedOpen(true);
+    QVERIFY(window.form()->minimumSizeHint().width() > collapsed);
+    QTRY_VERIFY2(viewport->width() >= window.form()->minimumSizeHint().width(),
+                 qPrintable(QStringLiteral("%1 px shown of %2").arg(viewport->width()).arg(window.form()->minimumSizeHint().width())));
+    QVERIFY(window.chart()->width() >= window.width() / 3);
+    window.form()->setAdvancedOpen(false);
+    QTRY_VERIFY(window.chart()->width() >= window.width() / 2);
 }
 
 QTEST_MAIN(tst_MainWindow)

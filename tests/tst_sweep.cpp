@@ -154,7 +154,7 @@ void tst_Sweep::recipeAxesReachTheConfig()
 {
     const SweepConfig s = SweepConfig::fromJson(sweepJson("zip", R"({"schedule": ["constant", "cosine"],
         "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4], "grad_clip_norm": [0, 2],
-        "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"]})"));
+        "ema_decay": [0, 0.999], "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"]})"));
     QVERIFY2(s.validate().empty(), first(s.validate()));
     const auto runs = trainlab::planSweep(s);
     QCOMPARE(runs.size(), std::size_t(2));
@@ -165,6 +165,8 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.labelSmoothing, 0.1);
     QCOMPARE(runs[0].config.gradClipNorm, 0.0);
     QCOMPARE(runs[1].config.gradClipNorm, 2.0);
+    QCOMPARE(runs[0].config.emaDecay, 0.0);
+    QCOMPARE(runs[1].config.emaDecay, 0.999);
     QCOMPARE(runs[1].config.weightDecay, 5e-4);
     QCOMPARE(runs[1].config.augmentation.cropPadding, 2);
     QVERIFY(runs[1].config.augmentation.flip);
@@ -173,7 +175,7 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.model.init, std::string("pytorch"));
     // The schedule's other keys stay the base's; the label reads as one value per axis.
     QCOMPARE(runs[1].config.schedule.pctStart, trainlab::ScheduleConfig().pctStart);
-    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 grad_clip_norm=2 schedule=cosine "
+    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 grad_clip_norm=2 ema_decay=0.999 schedule=cosine "
                                               "warmup_epochs=0.5 augmentation=crop 2+flip init=pytorch"));
     const SweepConfig back = SweepConfig::fromJson(s.toJson());
     QCOMPARE(back.toJson(), s.toJson());
@@ -241,6 +243,7 @@ void tst_Sweep::badAxesAreNamed_data()
         "axes.warmup_epochs[1]: schedule.warmup_epochs: must be 0 with one_cycle");
     row("label smoothing of 1", sweepJson("grid", R"({"label_smoothing": [0, 1]})"), "axes.label_smoothing[1]: must be");
     row("negative clip norm", sweepJson("grid", R"({"grad_clip_norm": [1, -1]})"), "axes.grad_clip_norm[1]: must be");
+    row("ema decay of 1", sweepJson("grid", R"({"ema_decay": [0.9, 1]})"), "axes.ema_decay[1]: must be");
     row("augmentation unknown key", sweepJson("grid", R"({"augmentation": [{"rotate": 10}]})"),
         "axes.augmentation[0].rotate: unknown key");
     row("augmentation out of range", sweepJson("grid", R"({"augmentation": [{"crop_padding": 20}]})"),

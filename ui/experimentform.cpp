@@ -237,6 +237,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     connect(m_advancedToggle, &QToolButton::toggled, this, [this, advanced](bool open) {
         advanced->setVisible(open);
         m_advancedToggle->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+        Q_EMIT advancedToggled(open);
     });
     auto *advancedForm = new QFormLayout(advanced);
     advancedForm->addRow(tr("&Momentum:"), m_momentum);

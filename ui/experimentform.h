@@ -56,6 +56,8 @@ Q_SIGNALS:
     void changed();
     void datasetFolderChosen(const QString &folder);
     void downloadFinished(bool ok, const QString &error);
+    // Advanced opened or closed: the form's minimum width changed with it.
+    void advancedToggled(bool open);
 
 private:
     void buildDevices(const std::vector<std::string> &configured);

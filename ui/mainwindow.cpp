@@ -121,9 +121,14 @@ void MainWindow::buildLayout()
     formScroll->setWidget(m_form);
     formScroll->setWidgetResizable(true);
     formScroll->setFrameShape(QFrame::NoFrame);
-    // The form is as wide as it needs: never a horizontal scroll bar, only a vertical one on short screens.
+    // The form is as wide as it needs: never a horizontal scroll bar, only a vertical one on short screens. Advanced's
+    // previews need more than the collapsed form, so the panel widens while it is open.
     formScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    formScroll->setMinimumWidth(m_form->minimumSizeHint().width() + formScroll->verticalScrollBar()->sizeHint().width());
+    const auto fitForm = [this, formScroll] {
+        formScroll->setMinimumWidth(m_form->minimumSizeHint().width() + formScroll->verticalScrollBar()->sizeHint().width());
+    };
+    fitForm();
+    connect(m_form, &ExperimentForm::advancedToggled, formScroll, fitForm);
     auto *left = new QWidget;
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);

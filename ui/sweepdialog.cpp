@@ -97,6 +97,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_weightDecay(axisEdit("weight_decay", tr("e.g. 0, 5e-4")))
     , m_labelSmoothing(axisEdit("label_smoothing", tr("e.g. 0, 0.1")))
     , m_gradClipNorm(axisEdit("grad_clip_norm", tr("e.g. 0, 1")))
+    , m_emaDecay(axisEdit("ema_decay", tr("e.g. 0, 0.999")))
     , m_schedule(axisEdit("schedule", tr("e.g. constant, cosine, one_cycle")))
     , m_warmupEpochs(axisEdit("warmup_epochs", tr("e.g. 0, 1")))
     , m_augmentation(axisEdit("augmentation", tr("sets split by ';', e.g. none; crop 2, flip; crop 2, flip, erasing 0.25")))
@@ -139,6 +140,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QStringLiteral("weight_decay"), m_weightDecay);
     form->addRow(QStringLiteral("label_smoothing"), m_labelSmoothing);
     form->addRow(QStringLiteral("grad_clip_norm"), m_gradClipNorm);
+    form->addRow(QStringLiteral("ema_decay"), m_emaDecay);
     form->addRow(QStringLiteral("schedule"), m_schedule);
     form->addRow(QStringLiteral("warmup_epochs"), m_warmupEpochs);
     form->addRow(QStringLiteral("augmentation"), m_augmentation);
@@ -155,7 +157,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_validateTimer->setInterval(150);
     connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
     for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
-                            m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_schedule, m_warmupEpochs, m_augmentation, m_init})
+                            m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_emaDecay, m_schedule, m_warmupEpochs, m_augmentation, m_init})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
@@ -224,6 +226,7 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
     m_weightDecay->setText(joined(sweep.weightDecay, number));
     m_labelSmoothing->setText(joined(sweep.labelSmoothing, number));
     m_gradClipNorm->setText(joined(sweep.gradClipNorm, number));
+    m_emaDecay->setText(joined(sweep.emaDecay, number));
     m_schedule->setText(joined(sweep.schedule, [](const std::string &k) { return QString::fromStdString(k); }));
     m_warmupEpochs->setText(joined(sweep.warmupEpochs, number));
     m_augmentation->setText(joined(
@@ -264,6 +267,7 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
     for (const auto &[axis, edit, values] : {std::tuple{"weight_decay", m_weightDecay, &s.weightDecay},
                                              std::tuple{"label_smoothing", m_labelSmoothing, &s.labelSmoothing},
                                              std::tuple{"grad_clip_norm", m_gradClipNorm, &s.gradClipNorm},
+                                             std::tuple{"ema_decay", m_emaDecay, &s.emaDecay},
                                              std::tuple{"warmup_epochs", m_warmupEpochs, &s.warmupEpochs}}) {
         *values = numbers<double>(axis, edit->text(), [](const QString &t, bool *ok) { return t.toDouble(ok); },
                                   notNumber, problems);

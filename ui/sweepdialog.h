@@ -61,6 +61,7 @@ private:
     QLineEdit *m_weightDecay;
     QLineEdit *m_labelSmoothing;
     QLineEdit *m_gradClipNorm;
+    QLineEdit *m_emaDecay;
     QLineEdit *m_schedule;
     QLineEdit *m_warmupEpochs;
     QLineEdit *m_augmentation;

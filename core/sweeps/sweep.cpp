@@ -187,6 +187,9 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
         } else if (axis == "grad_clip_norm") {
             c.gradClipNorm = s.gradClipNorm[i];
             shown = number(c.gradClipNorm);
+        } else if (axis == "ema_decay") {
+            c.emaDecay = s.emaDecay[i];
+            shown = number(c.emaDecay);
         } else if (axis == "schedule") {
             c.schedule.kind = s.schedule[i];
             shown = c.schedule.kind;
@@ -274,7 +277,7 @@ const std::vector<std::string> &sweepAxisNames()
 {
     static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs", "seed",
                                                    "precision", "momentum", "weight_decay", "label_smoothing",
-                                                   "grad_clip_norm", "schedule", "warmup_epochs", "augmentation", "init"};
+                                                   "grad_clip_norm", "ema_decay", "schedule", "warmup_epochs", "augmentation", "init"};
     return names;
 }
 
@@ -300,6 +303,8 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return labelSmoothing.size();
     if (axis == "grad_clip_norm")
         return gradClipNorm.size();
+    if (axis == "ema_decay")
+        return emaDecay.size();
     if (axis == "schedule")
         return schedule.size();
     if (axis == "warmup_epochs")
@@ -417,6 +422,8 @@ std::string SweepConfig::toJson() const
         axes["label_smoothing"] = labelSmoothing;
     if (!gradClipNorm.empty())
         axes["grad_clip_norm"] = gradClipNorm;
+    if (!emaDecay.empty())
+        axes["ema_decay"] = emaDecay;
     if (!schedule.empty())
         axes["schedule"] = schedule;
     if (!warmupEpochs.empty())
@@ -466,6 +473,7 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
             {"weight_decay", &s.weightDecay},
             {"label_smoothing", &s.labelSmoothing},
             {"grad_clip_norm", &s.gradClipNorm},
+            {"ema_decay", &s.emaDecay},
             {"warmup_epochs", &s.warmupEpochs}};
         for (const auto &[key, values] : numberAxes) {
             readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {

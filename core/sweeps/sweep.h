@@ -45,6 +45,7 @@ struct SweepConfig
     std::vector<double> weightDecay;
     std::vector<double> labelSmoothing;
     std::vector<double> gradClipNorm;
+    std::vector<double> emaDecay;
     std::vector<std::string> schedule;              // schedule kinds; the schedule's other keys are the base's
     std::vector<double> warmupEpochs;               // schedule.warmup_epochs
     std::vector<AugmentationConfig> augmentation;   // each a whole augmentation object
