@@ -368,11 +368,11 @@ void CompareView::rebuildEpochs()
         const QString name = m_colourAxis.isEmpty() ? tr("run %1").arg(value) : m_colourAxis + QLatin1Char('=') + value;
         QLineSeries *series = lineSeries(name, paletteColour(colourOf.at(value)));
         for (const EpochMetrics &m : e.metrics) {
-            const double value = m.*column.field;
-            if (column.zeroUnknown && value <= 0)
+            const double point = m.*column.field;
+            if (column.zeroUnknown && point <= 0)
                 continue;
-            series->append(m.epoch, value);
-            top = std::max(top, value);
+            series->append(m.epoch, point);
+            top = std::max(top, point);
             epochs = std::max(epochs, m.epoch);
         }
         attach(chart, series, x, y);
