@@ -455,6 +455,7 @@ void tst_CompareView::tableTabHasNoChartToExport()
     const QString path = m_dir.filePath(QStringLiteral("nochart.png"));
     QString error;
     view.setCurrentTab(CompareView::TableTab);
+    QVERIFY(!view.findChild<QComboBox *>(QStringLiteral("epochMetric"))->isEnabled());   // the per-epoch chart's choice
     QVERIFY(!view.saveCurrentChartPng(path, &error));
     QVERIFY(!error.isEmpty());
     error.clear();
@@ -462,6 +463,8 @@ void tst_CompareView::tableTabHasNoChartToExport()
     QVERIFY(!view.saveCurrentChartSvg(path, &error));
     QVERIFY(!error.isEmpty());
     QVERIFY(!QFile::exists(path));
+    view.setCurrentTab(CompareView::EpochsTab);
+    QVERIFY(view.findChild<QComboBox *>(QStringLiteral("epochMetric"))->isEnabled());
 }
 
 void tst_CompareView::loadSweepOnAnEmptyFolderFails()

@@ -12,6 +12,7 @@
 #include <QRegularExpression>
 #include <QTest>
 
+#include <algorithm>
 #include <thread>
 
 using trainlab::ExperimentConfig;
@@ -333,6 +334,8 @@ void tst_Engine::weightAverageFollowsTheSteps()
         QVERIFY(torch::allclose(after2[i], d1 * expected1 + (1 - d1) * p2[i], 1e-5, 1e-7));
     }
     QVERIFY(maxRelativeDifference(*two.replicas[0], *two.averages[0]) > 1e-3);   // not vacuous
+    QCOMPARE(std::count(second.logs.begin(), second.logs.end(),
+                        "weight average: decay 0.9 after every step; the test accuracy is the average's"), 1);
     // Two replicas keep the same average as one.
     auto multi = train(2, smallModel, data, 2, 24, pair, knobs);
     QCOMPARE(toString(multi.result.status), "completed");

@@ -623,6 +623,8 @@ void CompareView::updateButtons()
     const bool chart = currentChartView(&ignored) != nullptr;
     m_pngButton->setEnabled(chart);
     m_svgButton->setEnabled(chart);
+    // What to draw and how to colour it are the per-epoch chart's choices.
+    m_metricBox->setEnabled(m_tabs->currentIndex() == EpochsTab);
     m_csvButton->setEnabled(!m_entries.empty());
 }
 

@@ -1200,6 +1200,9 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
         observer.onLog(hostMemoryDescription());
     if (config.augmentation.any())
         observer.onLog("augmentation: " + config.augmentation.describe());
+    if (config.emaDecay > 0)
+        observer.onLog("weight average: decay " + formatGeneral(config.emaDecay)
+                       + " after every step; the test accuracy is the average's");
 
     std::vector<std::thread> threads;
     std::vector<std::unique_ptr<Replica>> replicas;
