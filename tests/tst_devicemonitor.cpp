@@ -28,6 +28,7 @@ private Q_SLOTS:
     void noLibrary_data();
     void noLibrary();
     void cpuRowAgainstProc();
+    void cpuCountsFromConstruction();
     void epochMeansAndPeaks();
     void gpusNamedByCudaOrdinal_data();
     void gpusNamedByCudaOrdinal();
@@ -148,6 +149,28 @@ void tst_DeviceMonitor::cpuRowAgainstProc()
     QVERIFY2(std::abs(static_cast<double>(*r.memoryUsed) - static_cast<double>(vmRss)) < 0.1 * static_cast<double>(vmRss),
              (std::to_string(*r.memoryUsed) + " vs " + std::to_string(vmRss)).c_str());
     QVERIFY(trainlab::formatReading(r).rfind("cpu: ", 0) == 0);
+}
+
+void tst_DeviceMonitor::cpuCountsFromConstruction()
+{
+    std::atomic<bool> stop{false};
+    std::thread burner([&stop] {
+        volatile double x = 0;
+        while (!stop.load())
+            x = x + 1.0;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+    burner.join();
+    // Both made after the busy spell, then 300 ms idle: only the process-start one counts the spell.
+    trainlab::CpuMonitor fromStart(trainlab::CpuSince::ProcessStart);
+    trainlab::CpuMonitor fromNow(trainlab::CpuSince::Construction);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const DeviceReading all = fromStart.read(), recent = fromNow.read();
+    QVERIFY(all.utilization && recent.utilization);
+    QVERIFY2(*recent.utilization < 10.0, std::to_string(*recent.utilization).c_str());
+    QVERIFY2(*all.utilization > *recent.utilization + 1.0,
+             (std::to_string(*all.utilization) + " vs " + std::to_string(*recent.utilization)).c_str());
 }
 
 void tst_DeviceMonitor::epochMeansAndPeaks()

@@ -142,6 +142,16 @@ const EpochColumn kEpochColumns[] = {
     {QT_TRANSLATE_NOOP("CompareView", "img/s"), &EpochMetrics::imagesPerSecond, false, false},
 };
 
+// The column with this untranslated name (as kept in the settings), or -1.
+int columnIndex(const QString &name)
+{
+    for (int i = 0; i < static_cast<int>(std::size(kEpochColumns)); ++i) {
+        if (name == QLatin1String(kEpochColumns[i].name))
+            return i;
+    }
+    return -1;
+}
+
 QString devicesText(int n)
 {
     return n == 1 ? QStringLiteral("1 device") : QStringLiteral("%1 devices").arg(n);
@@ -216,11 +226,7 @@ CompareView::CompareView(QWidget *parent)
 
     connect(m_colourBox, &QComboBox::currentTextChanged, this, &CompareView::setColourAxis);
     // The metric chosen last time, by its untranslated name.
-    const QString saved = QSettings().value(QStringLiteral("compare/epochMetric")).toString();
-    for (int i = 0; i < static_cast<int>(std::size(kEpochColumns)); ++i) {
-        if (saved == QLatin1String(kEpochColumns[i].name))
-            m_epochMetric = i;
-    }
+    m_epochMetric = std::max(0, columnIndex(QSettings().value(QStringLiteral("compare/epochMetric")).toString()));
     m_metricBox->setCurrentIndex(m_epochMetric);
     connect(m_metricBox, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (index >= 0 && index != m_epochMetric) {

@@ -200,10 +200,10 @@ DeviceReading Nvml::read(int index) const
     return r;
 }
 
-// The first reading covers the process's life so far (its start time is field 22), so it is never "n/a".
-CpuMonitor::CpuMonitor()
-    : m_lastCpuSeconds(0.0)
-    , m_lastWallSeconds(statSeconds(statFields(), {22}))
+// The process's start time is /proc/self/stat's field 22, in the same boot-based clock as bootSeconds().
+CpuMonitor::CpuMonitor(CpuSince since)
+    : m_lastCpuSeconds(since == CpuSince::ProcessStart ? 0.0 : processCpuSeconds())
+    , m_lastWallSeconds(since == CpuSince::ProcessStart ? statSeconds(statFields(), {22}) : bootSeconds())
 {}
 
 DeviceReading CpuMonitor::read()
@@ -227,8 +227,9 @@ DeviceReading CpuMonitor::read()
     return r;
 }
 
-DeviceMonitor::DeviceMonitor()
-    : m_nvml(Nvml::load())
+DeviceMonitor::DeviceMonitor(CpuSince since)
+    : m_cpu(since)
+    , m_nvml(Nvml::load())
 {}
 
 DeviceMonitor::~DeviceMonitor() = default;

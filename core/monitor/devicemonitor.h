@@ -65,12 +65,16 @@ private:
     std::unique_ptr<Api> m_api;
 };
 
-// This process on the CPU: CPU time since the previous read (the first: since the process started) over the wall
-// time and the cores, and resident memory, from /proc/self.
+// Where a monitor's first CPU reading starts counting: the process's start (a status bar's first second is never
+// "n/a") or the monitor's construction (a run's figures leave out what came before it).
+enum class CpuSince { ProcessStart, Construction };
+
+// This process on the CPU: CPU time since the previous read (the first: since `since`) over the wall time and the
+// cores, and resident memory, from /proc/self.
 class CpuMonitor
 {
 public:
-    CpuMonitor();
+    explicit CpuMonitor(CpuSince since = CpuSince::ProcessStart);
     DeviceReading read();
 
 private:
@@ -82,7 +86,7 @@ private:
 class DeviceMonitor
 {
 public:
-    DeviceMonitor();
+    explicit DeviceMonitor(CpuSince since = CpuSince::ProcessStart);
     ~DeviceMonitor();
     std::vector<DeviceReading> read();
     bool hasGpus() const { return m_nvml != nullptr; }

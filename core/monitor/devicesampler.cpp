@@ -71,9 +71,9 @@ std::vector<DeviceEpochStats> DeviceEpochMeter::take()
 }
 
 DeviceSampler::DeviceSampler(std::vector<std::string> cudaBusIds, std::chrono::milliseconds interval)
+    : m_monitor(CpuSince::Construction)
 {
     m_monitor.setCudaBusIds(std::move(cudaBusIds));
-    m_monitor.read();   // the CPU's share then counts from here, not from the process's start
     m_thread = std::thread([this, interval] { loop(interval); });
 }
 

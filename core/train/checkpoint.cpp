@@ -108,6 +108,21 @@ CheckpointInfo readInfo(torch::serialize::InputArchive &archive)
     return info;
 }
 
+// The frame every reader shares: the archive, its info, then what the caller reads; errors name the origin.
+template <typename Read>
+CheckpointInfo readArchive(const std::string &bytes, const std::string &origin, const torch::Device &device, Read &&read)
+{
+    try {
+        torch::serialize::InputArchive archive;
+        archive.load_from(bytes.data(), bytes.size(), device);
+        CheckpointInfo info = readInfo(archive);
+        read(archive);
+        return info;
+    } catch (const std::exception &e) {
+        throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
+    }
+}
+
 } // namespace
 
 std::string fnv1aHex(const std::string &data)
@@ -178,22 +193,14 @@ void saveCheckpoint(const std::string &path, torch::nn::Module &model, torch::op
 
 CheckpointInfo readCheckpointInfo(const std::string &bytes, const std::string &origin)
 {
-    try {
-        torch::serialize::InputArchive archive;
-        archive.load_from(bytes.data(), bytes.size());
-        return readInfo(archive);
-    } catch (const std::exception &e) {
-        throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
-    }
+    return readArchive(bytes, origin, torch::kCPU, [](torch::serialize::InputArchive &) {});
 }
 
 CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &origin, torch::nn::Module &model,
                                    torch::optim::Optimizer *optimizer, const torch::Device &device, torch::nn::Module *ema)
 {
-    try {
-        torch::serialize::InputArchive archive, modelArchive;
-        archive.load_from(bytes.data(), bytes.size(), device);
-        CheckpointInfo info = readInfo(archive);
+    return readArchive(bytes, origin, device, [&](torch::serialize::InputArchive &archive) {
+        torch::serialize::InputArchive modelArchive;
         archive.read("model", modelArchive);
         model.load(modelArchive);
         if (optimizer) {
@@ -207,10 +214,7 @@ CheckpointInfo loadCheckpointBytes(const std::string &bytes, const std::string &
                 throw std::runtime_error("it holds no moving average of the weights (ema_decay)");
             ema->load(emaArchive);
         }
-        return info;
-    } catch (const std::exception &e) {
-        throw std::runtime_error(origin + ": not a TrainLab checkpoint: " + errorText(e));
-    }
+    });
 }
 
 CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model, torch::optim::Optimizer *optimizer)
@@ -220,18 +224,12 @@ CheckpointInfo loadCheckpoint(const std::string &path, torch::nn::Module &model,
 
 CheckpointInfo loadEvaluatedWeights(const std::string &path, torch::nn::Module &model)
 {
-    const std::string bytes = readFile(path, kMaxCheckpointBytes);
-    try {
-        torch::serialize::InputArchive archive, weights;
-        archive.load_from(bytes.data(), bytes.size());
-        CheckpointInfo info = readInfo(archive);
+    return readArchive(readFile(path, kMaxCheckpointBytes), path, torch::kCPU, [&](torch::serialize::InputArchive &archive) {
+        torch::serialize::InputArchive weights;
         if (!archive.try_read("ema", weights))
             archive.read("model", weights);
         model.load(weights);
-        return info;
-    } catch (const std::exception &e) {
-        throw std::runtime_error(path + ": not a TrainLab checkpoint: " + errorText(e));
-    }
+    });
 }
 
 } // namespace trainlab

@@ -753,8 +753,12 @@ void Replica::updateAverage()
     const double t = static_cast<double>(m_globalStep);
     const double d = std::min(m_world.config.emaDecay, (1.0 + t) / (10.0 + t));
     torch::NoGradGuard noGrad;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+    at::_foreach_lerp_(m_averaged, m_averagedFrom, 1.0 - d);   // one pass over the tensors, not two
+#else
     at::_foreach_mul_(m_averaged, d);
     at::_foreach_add_(m_averaged, m_averagedFrom, 1.0 - d);
+#endif
 }
 
 #ifdef TRAINLAB_WITH_CUDA
