@@ -188,6 +188,7 @@ int runsCommand(const trainlab::CliArgs &args)
     struct Row
     {
         std::vector<std::string> cells;
+        std::string notes;
         std::optional<double> best, toTarget, lr, batch;
         int epochs = 0;
     };
@@ -234,6 +235,18 @@ int runsCommand(const trainlab::CliArgs &args)
                 // History and resume name the problem; the table stays readable
             }
         }
+        // The person's notes after the status note: their first line here, all of them for --filter.
+        if (!r.notes.empty()) {
+            std::string first = r.notes.substr(0, r.notes.find('\n'));
+            if (first.size() > 60) {
+                std::size_t end = 59;
+                while (end > 0 && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80)
+                    --end;   // never inside a UTF-8 character
+                first = first.substr(0, end) + "…";
+            }
+            note += (note.empty() ? "" : " · ") + first;
+        }
+        row.notes = r.notes;
         row.cells = {name, r.status, epochs, best, toTarget, lr, batch, recipe, note};
         rows.push_back(std::move(row));
     }
@@ -244,7 +257,7 @@ int runsCommand(const trainlab::CliArgs &args)
                                   std::string text;
                                   for (const std::string &cell : row.cells)
                                       text += cell + '\n';
-                                  return !filter.matches(text);
+                                  return !filter.matches(text + row.notes);
                               }),
                rows.end());
     if (rows.empty()) {
@@ -291,6 +304,42 @@ int runsCommand(const trainlab::CliArgs &args)
     for (const Row &row : rows)
         printRow(row.cells);
     return 0;
+}
+
+// notes RUN_DIR: prints them; notes RUN_DIR TEXT|-: replaces them.
+int notesCommand(const trainlab::CliArgs &args)
+{
+    const std::string &dir = args.configPath;
+    try {
+        if (!args.notes) {
+            if (!std::filesystem::exists(dir + "/summary.json"))
+                throw std::runtime_error(dir + ": not a run folder (no summary.json)");
+            if (const std::string notes = trainlab::readRunNotes(dir); !notes.empty())
+                std::printf("%s\n", notes.c_str());
+            return 0;
+        }
+        std::string text = *args.notes;
+        if (text == "-") {
+            // One byte over the bound is enough to refuse it by name, whatever the pipe holds.
+            text.resize(trainlab::kMaxRunNotesBytes + 1);
+            std::cin.read(text.data(), static_cast<std::streamsize>(text.size()));
+            text.resize(static_cast<std::size_t>(std::cin.gcount()));
+        }
+        trainlab::checkRunNotes(text);
+        trainlab::writeRunNotes(dir, text);
+        const std::string kept = trainlab::readRunNotes(dir);
+        if (kept.empty())
+            std::printf("%s: no notes\n", dir.c_str());
+        else
+            std::printf("%s: notes saved (%zu bytes)\n", dir.c_str(), kept.size());
+        return 0;
+    } catch (const std::invalid_argument &e) {
+        std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+        return 2;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+        return 1;
+    }
 }
 
 // Where the run keeps its record and how this process meets the others: the flags, else torchrun's or Slurm's
@@ -623,6 +672,8 @@ int run(int argc, char **argv)
         return classifyCommand(args);
     if (args.command == "export")
         return exportCommand(args);
+    if (args.command == "notes")
+        return notesCommand(args);
     trainlab::RunOptions options;
     if (args.command == "resume" || args.command == "run") {
         try {

@@ -101,6 +101,13 @@ const char *cliUsage()
            "  evaluate RUN_DIR [--checkpoint best|last] [--json]\n"
            "                                   the run's model on its test set: accuracy per class, the most\n"
            "                                   confused classes, the confusion matrix; kept in evaluation.json\n"
+           "  classify RUN_DIR IMAGE... [--checkpoint best|last] [--invert auto|yes|no] [--json]\n"
+           "                                   the run's model on image files (PNG, JPEG, BMP, PGM...): each\n"
+           "                                   file's class and the top three with their probabilities\n"
+           "  export RUN_DIR OUT.pth [--checkpoint best|last] [--format pytorch]\n"
+           "                                   the evaluated weights as a PyTorch state_dict for torch.load\n"
+           "  notes RUN_DIR [TEXT | -]         print the run's notes, or replace them with TEXT (- reads them\n"
+           "                                   from stdin; \"\" removes them); kept in RUN_DIR/notes.txt\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
            "                                   run every experiment of a sweep one after another, then print\n"
            "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
@@ -143,7 +150,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
                  || first == "resume" || first == "runs" || first == "sweep" || first == "lr-find" || first == "evaluate"
-                 || first == "classify" || first == "export")
+                 || first == "classify" || first == "export" || first == "notes")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -154,6 +161,20 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         };
         if (out.command == "dataset") {
             parseDataset(args, i, out, value);
+            return out;
+        }
+        if (out.command == "notes") {
+            if (i < args.size() && (args[i] == "--help" || args[i] == "-h")) {
+                out.command = "help";
+                return out;
+            }
+            if (i >= args.size() || args[i].empty())
+                throw std::invalid_argument("notes: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
+            out.configPath = args[i++];
+            if (i < args.size())
+                out.notes = args[i++];
+            if (i < args.size())
+                throw std::invalid_argument("notes: one TEXT (quote it), got \"" + args[i] + "\" too");
             return out;
         }
         if (out.command == "evaluate" || out.command == "classify" || out.command == "export") {

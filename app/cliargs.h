@@ -9,11 +9,11 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, resume, runs, sweep, lr-find, evaluate, classify, export, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, sweep, lr-find, evaluate, classify, export, notes, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
-    std::string configPath;       // run, validate: CONFIG.json; resume, evaluate, classify, export: RUN_DIR; sweep: SWEEP.json
+    std::string configPath;       // run, validate: CONFIG.json; resume, evaluate, classify, export, notes: RUN_DIR; sweep: SWEEP.json
     std::string preset;
     std::optional<int> epochs;
     std::optional<long long> trainLimit, testLimit, batchSize;
@@ -38,6 +38,7 @@ struct CliArgs
     std::string csv;              // runs --csv metrics|devices: every run's table on stdout
     std::string sort;             // runs --sort date|name|status|epochs|best|to|lr|batch ("": date, the newest first)
     std::string filter;           // runs --filter WORDS: the rows holding every word
+    std::optional<std::string> notes;   // notes RUN_DIR TEXT: the new notes ("-": read from stdin); unset: print them
     std::string error;
 };
 

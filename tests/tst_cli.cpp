@@ -13,6 +13,7 @@
 
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -128,6 +129,8 @@ private Q_SLOTS:
     void foreignServerAtMasterPort();
     void monitorLinePerEpoch();
     void runsSortAndFilter();
+    void runNotes();
+    void usageNamesEveryCommand();
     void hostileEnvironment_data();
     void hostileEnvironment();
 
@@ -173,6 +176,8 @@ void tst_Cli::badUsage_data()
     QTest::newRow("classify without image") << QStringList{"classify", "r"} << "classify: needs at least one IMAGE after RUN_DIR";
     QTest::newRow("classify bad invert") << QStringList{"classify", "r", "a.png", "--invert", "maybe"} << "--invert: auto, yes or no, got \"maybe\"";
     QTest::newRow("export without file") << QStringList{"export", "r", "--format", "pytorch"} << "export: needs OUT.pth";
+    QTest::newRow("notes without dir") << QStringList{"notes"} << "notes: needs RUN_DIR";
+    QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";
     QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
     QTest::newRow("runs bad sort") << QStringList{"runs", "--sort", "accuracy"}
                                    << "--sort: best, to, lr, batch, epochs, name, status or date, got \"accuracy\"";
@@ -876,6 +881,58 @@ void tst_Cli::runsSortAndFilter()
     const Outcome none = cli(base + QStringList{QStringLiteral("--filter"), QStringLiteral("bf16 a-slow"), QStringLiteral("--sort"), QStringLiteral("lr")});
     QCOMPARE(none.exitCode, 0);
     QCOMPARE(none.out, QStringLiteral("no run of the 4 in %1 holds every word of \"bf16 a-slow\"\n").arg(runs));
+}
+
+// A person's notes: set, printed, shown in `runs` (their first line) and found by --filter (all of them).
+void tst_Cli::runNotes()
+{
+#ifdef TRAINLAB_SANITIZED
+    QSKIP("ten process starts; the notes' files are read and written under ASan in tst_hostile runNotesStayInTheirFolder");
+#endif
+    const QString runs = m_dir.filePath(QStringLiteral("noted-runs"));
+    recordRun(runs, "plain", "fp32", {0.5}, 1.0);
+    recordRun(runs, "noted", "fp32", {0.6}, 1.0);
+    const QString dir = QDir(runs).entryList({QStringLiteral("*-noted")}, QDir::Dirs).value(0);
+    QVERIFY(!dir.isEmpty());
+    const QString run = runs + QLatin1Char('/') + dir;
+    const QString text = QStringLiteral("lr 0.1 as the chapter\nthe loss jumped in epoch 2: a größer batch next");
+    const Outcome set = cli({QStringLiteral("notes"), run, text});
+    QVERIFY2(set.exitCode == 0 && set.out.contains(QStringLiteral("notes saved")), qPrintable(set.out + set.err));
+    QCOMPARE(cli({QStringLiteral("notes"), run}).out, text + QLatin1Char('\n'));
+    const Outcome listed = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs});
+    QVERIFY2(listed.out.contains(QRegularExpression(QStringLiteral("noted .*lr 0\\.1 as the chapter\n"))), qPrintable(listed.out));
+    QVERIFY2(!listed.out.contains(QStringLiteral("jumped")), qPrintable(listed.out));
+    const Outcome found = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs, QStringLiteral("--filter"), QStringLiteral("GRÖßER")});
+    QCOMPARE(tableNames(found.out), QStringList{"noted"});
+    // From stdin; then too long (refused by name, the notes kept); then "" removes them.
+    QProcess *in = start({QStringLiteral("notes"), run, QStringLiteral("-")});
+    in->write("from a pipe\n");
+    in->closeWriteChannel();
+    QCOMPARE(finish(in).exitCode, 0);
+    QCOMPARE(cli({QStringLiteral("notes"), run}).out, QStringLiteral("from a pipe\n"));
+    QProcess *big = start({QStringLiteral("notes"), run, QStringLiteral("-")});
+    big->write(QByteArray(20000, 'x'));
+    big->closeWriteChannel();
+    const Outcome refused = finish(big);
+    QCOMPARE(refused.exitCode, 2);
+    QVERIFY2(refused.err.contains(QStringLiteral("notes: at most 16 KB")), qPrintable(refused.err));
+    QCOMPARE(cli({QStringLiteral("notes"), run}).out, QStringLiteral("from a pipe\n"));
+    QVERIFY(cli({QStringLiteral("notes"), run, QString()}).out.contains(QStringLiteral("no notes")));
+    QVERIFY(!QFileInfo::exists(run + QStringLiteral("/notes.txt")));
+    const Outcome nowhere = cli({QStringLiteral("notes"), runs, QStringLiteral("x")});
+    QCOMPARE(nowhere.exitCode, 1);
+    QVERIFY2(nowhere.err.contains(QStringLiteral("not a run folder (no summary.json)")), qPrintable(nowhere.err));
+}
+
+// Every command the parser takes has its line in --help.
+void tst_Cli::usageNamesEveryCommand()
+{
+    const QString usage = QString::fromLatin1(trainlab::cliUsage());
+    for (const char *command : {"run", "validate", "resume", "runs", "evaluate", "classify", "export", "notes", "sweep",
+                                "lr-find", "devices", "presets", "dataset"}) {
+        QVERIFY2(trainlab::parseCliArgs({command}).error.find("unknown command") == std::string::npos, command);
+        QVERIFY2(usage.contains(QStringLiteral("\n  %1 ").arg(QLatin1String(command))), command);
+    }
 }
 
 void tst_Cli::hostileEnvironment_data()

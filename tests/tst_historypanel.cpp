@@ -4,9 +4,11 @@
 #include "ui/runhistorymodel.h"
 
 #include <QAction>
+#include <QApplication>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMap>
@@ -22,6 +24,7 @@
 #include <filesystem>
 
 using trainlab::HistoryPanel;
+using trainlab::RunHistoryModel;
 
 class tst_HistoryPanel : public QObject
 {
@@ -39,6 +42,7 @@ private Q_SLOTS:
     void filterNarrowsTheTable_data();
     void filterNarrowsTheTable();
     void sortsNumbersAsNumbers();
+    void notesEditedShownAndFound();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -401,4 +405,51 @@ void tst_HistoryPanel::sortsNumbersAsNumbers()
 }
 
 QTEST_MAIN(tst_HistoryPanel)
+// Edit Notes: the dialog's text lands in notes.txt, the column shows its first line, the tooltip and filter all of it.
+void tst_HistoryPanel::notesEditedShownAndFound()
+{
+    const QString noted = fakeRun(QStringLiteral("noted"), {0.5});
+    fakeRun(QStringLiteral("plain"), {0.6});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    QMenu menu;
+    panel.addActions(&menu, {});
+    panel.setRunsDir(m_runsDir);
+    auto *edit = menu.findChild<QAction *>(QStringLiteral("editNotesAction"));
+    QVERIFY(edit);
+    panel.table()->selectAll();
+    QVERIFY(!edit->isEnabled());
+    panel.table()->clearSelection();   // selectRow toggles while an earlier test's Ctrl is still held
+    for (int row = 0; row < panel.table()->model()->rowCount(); ++row) {
+        if (panel.table()->model()->index(row, 0).data(RunHistoryModel::DirRole).toString() == noted)
+            panel.table()->selectRow(row);
+    }
+    QVERIFY(edit->isEnabled());
+    const QString text = QStringLiteral("baseline as the chapter\nbest at epoch 1, then it wobbled");
+    QTimer::singleShot(0, this, [&text] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        QVERIFY(dialog);
+        dialog->setTextValue(text);
+        dialog->accept();
+    });
+    edit->trigger();
+    QFile file(noted + QStringLiteral("/notes.txt"));
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QCOMPARE(QString::fromUtf8(file.readAll()), text + QLatin1Char('\n'));
+    const QModelIndex notes = panel.model()->index(panel.model()->rowOfDir(noted), RunHistoryModel::Notes);
+    QCOMPARE(notes.data().toString(), QStringLiteral("baseline as the chapter…"));
+    QVERIFY(panel.model()->index(notes.row(), RunHistoryModel::Name).data(Qt::ToolTipRole).toString().contains(QStringLiteral("then it wobbled")));
+    panel.filterEdit()->setText(QStringLiteral("WOBBLED"));
+    QCOMPARE(shownNames(panel), QStringList{"noted"});
+    // Too long: refused by name, the notes kept.
+    QSignalSpy errors(&panel, &HistoryPanel::error);
+    QVERIFY(!panel.setRunNotes(noted, QString(17000, QLatin1Char('x'))));
+    QCOMPARE(errors.count(), 1);
+    QVERIFY2(errors.first().at(1).toString().contains(QStringLiteral("notes: at most 16 KB")), qPrintable(errors.first().at(1).toString()));
+    QCOMPARE(panel.model()->summary(panel.model()->rowOfDir(noted)).notes, text.toStdString());
+    QVERIFY(panel.setRunNotes(noted, QString()));
+    QVERIFY(!file.exists());
+    QCOMPARE(shownNames(panel), QStringList{});
+}
+
 #include "tst_historypanel.moc"

@@ -106,6 +106,8 @@ private Q_SLOTS:
     void localeNeverChangesFiles();
     void deleteRunNeverLeavesFolder();
     void deleteRunRefusedWhileHeld();
+    void runNotesStayInTheirFolder_data();
+    void runNotesStayInTheirFolder();
     void vanishedFolderSaysSo();
     void resumeKeepsEpochsWithoutCheckpoint();
     void runsDirThatIsAFile();
@@ -415,6 +417,56 @@ void tst_Hostile::deleteRunRefusedWhileHeld()
     }
     QVERIFY(fs::exists(record.dir() + "/summary.json"));
     QVERIFY(fs::exists(record.dir() + "/metrics.csv"));
+}
+
+void tst_Hostile::runNotesStayInTheirFolder_data()
+{
+    QTest::addColumn<QByteArray>("notes");
+    QTest::addColumn<QString>("problem");   // what writeRunNotes refuses with; empty: taken
+    QTest::newRow("two lines, UTF-8") << QByteArray("größer batch\nnext: lr 0.05  \n\n") << QString();
+    QTest::newRow("blank removes") << QByteArray(" \n\t") << QString();
+    QTest::newRow("a NUL byte") << QByteArray("a\0b", 3) << "notes: text only, got a NUL byte";
+    QTest::newRow("Latin-1, not UTF-8") << QByteArray("gr\xf6\xdf" "er") << "notes: not UTF-8 text (invalid UTF-8 byte at index 2";
+    QTest::newRow("above 16 KB") << QByteArray(16 * 1024 + 1, 'x') << "notes: at most 16 KB, got 16385 bytes";
+}
+
+// Notes are written atomically inside the run folder only: never through a link, never over a link's target.
+void tst_Hostile::runNotesStayInTheirFolder()
+{
+    QFETCH(QByteArray, notes);
+    QFETCH(QString, problem);
+    const std::string dir = makeRun(m_runs, "noted");
+    const std::string outside = m_tmp.path().toStdString() + "/outside-" + std::to_string(std::rand());
+    writeText(outside, "keep me");
+    fs::create_symlink(outside, dir + "/notes.txt");
+    // A notes.txt that is a link is not read through: the run lists, its notes say why they are not shown.
+    QVERIFY(trainlab::readRunSummary(dir).notes.find("notes.txt") != std::string::npos);
+    const std::string text = notes.toStdString();
+    try {
+        trainlab::writeRunNotes(dir, text);
+        QVERIFY2(problem.isEmpty(), "bad notes were written");
+    } catch (const std::exception &e) {
+        QVERIFY2(!problem.isEmpty() && QString::fromStdString(e.what()).startsWith(problem), e.what());
+        QVERIFY(fs::is_symlink(dir + "/notes.txt"));
+    }
+    QCOMPARE(readText(outside), std::string("keep me"));
+    if (problem.isEmpty()) {
+        const std::string kept = text.substr(0, text.find_last_not_of(" \t\n") + 1);
+        QCOMPARE(trainlab::readRunNotes(dir), kept);
+        QCOMPARE(trainlab::readRunSummary(dir).notes, kept);
+        QCOMPARE(fs::exists(fs::symlink_status(dir + "/notes.txt")), !kept.empty());
+    }
+    // A run folder that is a link, and a folder that is no run, get no notes.
+    fs::create_symlink(dir, m_runs + "/linked");
+    for (const std::string &target : {m_runs + "/linked", m_runs}) {
+        try {
+            trainlab::writeRunNotes(target, "x");
+            QFAIL(("notes written into " + target).c_str());
+        } catch (const std::runtime_error &e) {
+            QVERIFY2(std::string(e.what()).rfind(target + ": ", 0) == 0, e.what());
+        }
+    }
+    QVERIFY(!fs::exists(m_runs + "/notes.txt"));
 }
 
 // A folder removed under a run by another tool: the run says so rather than claiming a kept checkpoint.

@@ -16,6 +16,7 @@
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
@@ -99,6 +100,9 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
 {
     m_useConfig = history->addAction(tr("&Use This Run's Configuration"), this, &HistoryPanel::useSelectedConfig);
     m_openFolder = history->addAction(tr("&Open Run Folder"), this, &HistoryPanel::openSelectedFolder);
+    m_editNotes = history->addAction(tr("Edit &Notes…"), this, &HistoryPanel::editSelectedNotes);
+    m_editNotes->setObjectName(QStringLiteral("editNotesAction"));
+    m_editNotes->setToolTip(tr("What this run tried and showed, in the run's notes.txt; the filter searches them"));
     m_delete = history->addAction(tr("&Delete Run…"), this, &HistoryPanel::deleteSelectedRuns);
     m_delete->setObjectName(QStringLiteral("deleteRunAction"));
     m_delete->setShortcut(QKeySequence::Delete);
@@ -110,7 +114,7 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_exportDevices = history->addAction(tr("Export De&vices of Selected Runs…"), this, [this] { exportDialog(true); });
     m_refresh = history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &HistoryPanel::refresh);
     m_table->addActions(leading);
-    m_table->addActions({m_useConfig, m_openFolder, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
+    m_table->addActions({m_useConfig, m_openFolder, m_editNotes, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
     updateActions();
 }
 
@@ -152,6 +156,7 @@ void HistoryPanel::updateActions()
     const QList<int> rows = selectedRows();
     m_useConfig->setEnabled(rows.size() == 1);
     m_openFolder->setEnabled(rows.size() == 1);
+    m_editNotes->setEnabled(rows.size() == 1 && m_model->summary(rows.first()).status != "unreadable");
     bool activeSelected = false;
     for (int row : rows)
         activeSelected |= QString::fromStdString(m_model->summary(row).dir) == m_activeRunDir;
@@ -306,6 +311,40 @@ void HistoryPanel::deleteSelectedCheckpoints()
     Q_EMIT status(tr("%1 freed").arg(QString::fromStdString(formatBytes(freed))), 5000);
     if (!errors.isEmpty())
         Q_EMIT error(tr("Delete Checkpoints"), errors.join(QLatin1Char('\n')));
+}
+
+void HistoryPanel::editSelectedNotes()
+{
+    const QList<int> rows = selectedRows();
+    if (rows.size() != 1)
+        return;
+    const RunSummary &run = m_model->summary(rows.first());
+    const QString dir = QString::fromStdString(run.dir);
+    QString current;
+    try {
+        current = QString::fromStdString(readRunNotes(run.dir));
+    } catch (const std::exception &e) {
+        Q_EMIT error(tr("Edit Notes"), QString::fromStdString(e.what()));
+        return;
+    }
+    bool ok = false;
+    const QString notes = QInputDialog::getMultiLineText(
+        window(), tr("Notes on %1").arg(QString::fromStdString(run.name)),
+        tr("What this run tried and what it showed (kept in %1):").arg(dir + QStringLiteral("/notes.txt")), current, &ok);
+    if (ok && notes != current)
+        setRunNotes(dir, notes);
+}
+
+bool HistoryPanel::setRunNotes(const QString &dir, const QString &notes)
+{
+    try {
+        writeRunNotes(dir.toStdString(), notes.toStdString());
+    } catch (const std::exception &e) {
+        Q_EMIT error(tr("Edit Notes"), QString::fromStdString(e.what()));
+        return false;
+    }
+    refresh();
+    return true;
 }
 
 bool HistoryPanel::exportMetricsCsv(const QString &path)

@@ -55,6 +55,8 @@ public:
     // The selected runs as RunHistoryModel rows, in the model's order (newest first), whatever the table's sort.
     QList<int> selectedRows() const;
     QVector<RunSummary> selectedRuns() const;
+    // Replaces a run's notes (notes.txt) and shows them; false after error() naming the problem.
+    bool setRunNotes(const QString &dir, const QString &notes);
     // The selected runs' metrics (with the time split) or devices.csv rows in one CSV; false after error().
     bool exportMetricsCsv(const QString &path);
     bool exportDevicesCsv(const QString &path);
@@ -70,6 +72,7 @@ private:
     void updateShown();
     void useSelectedConfig();
     void openSelectedFolder();
+    void editSelectedNotes();
     QStringList deletableSelectedDirs() const;
     void deleteSelectedRuns();
     void deleteSelectedCheckpoints();
@@ -88,6 +91,7 @@ private:
     QString m_activeRunDir;
     QAction *m_useConfig = nullptr;
     QAction *m_openFolder = nullptr;
+    QAction *m_editNotes = nullptr;
     QAction *m_delete = nullptr;
     QAction *m_deleteCheckpoints = nullptr;
     QAction *m_exportCsv = nullptr;

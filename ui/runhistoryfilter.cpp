@@ -29,6 +29,7 @@ bool RunHistoryFilter::filterAcceptsRow(int sourceRow, const QModelIndex &source
     QString row;
     for (int column = 0; column < model->columnCount(sourceParent); ++column)
         row += model->index(sourceRow, column, sourceParent).data().toString() + QLatin1Char('\n');
+    row += model->index(sourceRow, RunHistoryModel::Notes, sourceParent).data(RunHistoryModel::NotesRole).toString();
     return m_words.matches(row.toStdString());
 }
 

@@ -142,12 +142,16 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
     const RunSummary &s = row.summary;
     if (role == DirRole)
         return QString::fromStdString(s.dir);
+    if (role == NotesRole)
+        return QString::fromStdString(s.notes);
     if (role == Qt::ToolTipRole) {
         QString tip = QString::fromStdString(s.dir);
         if (!s.error.empty())
             tip += QLatin1Char('\n') + QString::fromStdString(s.error);
         if (!s.note.empty())
             tip += QLatin1Char('\n') + QString::fromStdString(s.note);
+        if (!s.notes.empty())
+            tip += QLatin1Char('\n') + tr("Notes:") + QLatin1Char('\n') + QString::fromStdString(s.notes);
         if (s.warmupSeconds > 0)
             tip += QLatin1Char('\n') + tr("Warm-up before epoch 1: %1 s (in no epoch's time)").arg(QString::number(s.warmupSeconds, 'f', 1));
         // Read on hover only: devices.csv is a few rows per epoch, and most runs are never hovered.
@@ -201,6 +205,13 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
                            : done ? QStringLiteral("–") : QString();
     case Status:
         return statusText(row);
+    case Notes: {
+        // The first line, cut: the tooltip has them all, as written, and the filter searches them all.
+        const QString notes = QString::fromStdString(s.notes);
+        const QString first = notes.section(QLatin1Char('\n'), 0, 0).simplified();
+        const bool more = first.size() > kNotesShown || notes.contains(QLatin1Char('\n'));
+        return more ? first.left(kNotesShown) + QStringLiteral("…") : first;
+    }
     default:
         return {};
     }
@@ -228,6 +239,8 @@ QVariant RunHistoryModel::sortValue(const QModelIndex &index) const
         return done ? QVariant(s.meanEpochSeconds) : QVariant();
     case ToTarget:
         return row.reached ? QVariant(row.reached->seconds) : QVariant();
+    case Notes:
+        return s.notes.empty() ? QVariant() : QVariant(QString::fromStdString(s.notes));
     default:
         return data(index);
     }
@@ -257,6 +270,7 @@ QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, i
     case SecPerEpoch: return tr("sec/epoch");
     case ToTarget: return tr("to %1").arg(QString::number(m_target, 'f', 2));
     case Status: return tr("Status");
+    case Notes: return tr("Notes");
     default: return {};
     }
 }

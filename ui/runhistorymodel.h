@@ -20,10 +20,13 @@ class RunHistoryModel : public QAbstractTableModel
     Q_OBJECT
 
 public:
-    enum Column { Name, Date, Devices, Batch, LearningRate, Recipe, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, ColumnCount };
+    enum Column { Name, Date, Devices, Batch, LearningRate, Recipe, Epochs, BestAcc, FinalAcc, SecPerEpoch, ToTarget, Status, Notes, ColumnCount };
     static constexpr int DirRole = Qt::UserRole;
     // What a column sorts by: numbers as numbers (10.2 s after 9.5 s), the UTC start time for the date, none when empty.
     static constexpr int SortRole = Qt::UserRole + 1;
+    // The run's notes in full (the Notes column shows their first line).
+    static constexpr int NotesRole = Qt::UserRole + 2;
+    static constexpr int kNotesShown = 80;
 
     explicit RunHistoryModel(QObject *parent = nullptr);
 

@@ -1,6 +1,7 @@
 #include "core/runs/runrecord.h"
 
 #include "core/monitor/devicesampler.h"
+#include "core/runs/runstorage.h"
 #include "core/runs/tensorboard.h"
 
 #include "core/train/devices.h"
@@ -626,6 +627,11 @@ RunSummary readRunSummary(const std::string &runDir)
     RunSummary s = parseRunSummary(readFile(runDir + "/summary.json", kMaxRecordBytes), runDir);
     if (s.status == "running" && !runFolderInUse(runDir))
         s.status = "interrupted";
+    try {
+        s.notes = readRunNotes(runDir);
+    } catch (const std::exception &e) {
+        s.notes = "(" + std::string(e.what()) + ")";   // shown where the notes would be; the run itself reads fine
+    }
     return s;
 }
 

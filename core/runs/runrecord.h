@@ -23,6 +23,7 @@ struct RunSummary
     std::string status;
     std::string error;
     std::string note;             // "stopped early at epoch 7 (best 4)"
+    std::string notes;            // the person's, from notes.txt (runstorage.h); never in summary.json
     double bestTestAcc = 0.0;
     int bestEpoch = 0;
     double finalTestAcc = 0.0;

@@ -87,6 +87,29 @@ void removeContents(int dirFd, const std::string &where)
     }
 }
 
+std::string trimmedNotes(const std::string &notes)
+{
+    const std::size_t end = notes.find_last_not_of(" \t\r\n");
+    return end == std::string::npos ? std::string() : notes.substr(0, end + 1);
+}
+
+// What makes text unfit for notes.txt, or "".
+std::string notesProblem(const std::string &notes)
+{
+    if (notes.size() > kMaxRunNotesBytes)
+        return "at most " + std::to_string(kMaxRunNotesBytes / 1024) + " KB, got " + std::to_string(notes.size()) + " bytes";
+    if (notes.find('\0') != std::string::npos)
+        return "text only, got a NUL byte";
+    try {
+        (void)nlohmann::json(notes).dump();   // refuses bytes that are not UTF-8, naming the first
+    } catch (const nlohmann::json::exception &e) {
+        const std::string what = e.what();
+        const std::size_t at = what.find("invalid UTF-8");
+        return "not UTF-8 text (" + (at == std::string::npos ? what : what.substr(at)) + ")";
+    }
+    return {};
+}
+
 } // namespace
 
 void deleteRun(const std::string &runDir)
@@ -117,6 +140,43 @@ void deleteRun(const std::string &runDir)
     ::close(fd);
     if (!error.empty())
         throw std::runtime_error(error);
+}
+
+void checkRunNotes(const std::string &notes)
+{
+    if (const std::string problem = notesProblem(notes); !problem.empty())
+        throw std::invalid_argument("notes: " + problem);
+}
+
+std::string readRunNotes(const std::string &runDir)
+{
+    const std::string path = runDir + "/notes.txt";
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT)
+        return {};
+    const std::string text = readFile(path, kMaxRunNotesBytes);
+    if (const std::string problem = notesProblem(text); !problem.empty())
+        throw std::runtime_error(path + ": " + problem);
+    return trimmedNotes(text);
+}
+
+void writeRunNotes(const std::string &runDir, const std::string &notes)
+{
+    checkRunNotes(notes);
+    struct stat st {};
+    if (::lstat(runDir.c_str(), &st) != 0)
+        throw std::runtime_error(runDir + ": cannot be read: " + std::strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        throw std::runtime_error(runDir + ": a symbolic link, not a run folder; no notes are written through it");
+    if (!S_ISDIR(st.st_mode) || ::lstat((runDir + "/summary.json").c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw std::runtime_error(runDir + ": not a run folder (no summary.json)");
+    const std::string path = runDir + "/notes.txt";
+    const std::string text = trimmedNotes(notes);
+    if (!text.empty()) {
+        writeFileAtomic(path, text + "\n");
+    } else if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        throw std::runtime_error(path + ": cannot be removed: " + std::strerror(errno));
+    }
 }
 
 FolderLock::FolderLock(const std::string &dir)
