@@ -348,6 +348,7 @@ trainlab::RunOptions runOptions(const trainlab::CliArgs &args)
 {
     trainlab::RunOptions options;
     options.runsDir = args.runsDir;
+    options.notes = args.runNotes;
     const trainlab::Launch launch = trainlab::resolveLaunch({args.nnodes, args.nodeRank, args.masterPort, args.masterAddr},
                                                             [](const char *name) { return std::getenv(name); });
     options.node = launch.node;

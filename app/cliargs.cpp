@@ -1,5 +1,7 @@
 #include "cliargs.h"
 
+#include "core/runs/runstorage.h"
+
 #include <algorithm>
 #include <cctype>
 #include <iterator>
@@ -128,6 +130,7 @@ const char *cliUsage()
            "run options (override the config):\n"
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
+           "  --notes TEXT     your notes on the new run, kept in its notes.txt (see notes)\n"
            "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
            "multi-node (torchrun's names; absent: torchrun's or Slurm's variables, else one node):\n"
            "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
@@ -324,6 +327,13 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 out.devices = list;
             } else if (arg == "--runs-dir") {
                 out.runsDir = value(arg);
+            } else if (arg == "--notes" && out.command == "run") {
+                out.runNotes = value(arg);
+                try {
+                    checkRunNotes(out.runNotes);
+                } catch (const std::invalid_argument &e) {
+                    throw std::invalid_argument(std::string("--") + e.what());   // "--notes: at most 16 KB, ..."
+                }
             } else if (arg == "--monitor") {
                 out.monitor = true;
             } else if (arg == "--nnodes") {

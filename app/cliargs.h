@@ -38,6 +38,7 @@ struct CliArgs
     std::string csv;              // runs --csv metrics|devices: every run's table on stdout
     std::string sort;             // runs --sort date|name|status|epochs|best|to|lr|batch ("": date, the newest first)
     std::string filter;           // runs --filter WORDS: the rows holding every word
+    std::string runNotes;         // run --notes TEXT
     std::optional<std::string> notes;   // notes RUN_DIR TEXT: the new notes ("-": read from stdin); unset: print them
     std::string error;
 };

@@ -177,6 +177,9 @@ void tst_Cli::badUsage_data()
     QTest::newRow("classify bad invert") << QStringList{"classify", "r", "a.png", "--invert", "maybe"} << "--invert: auto, yes or no, got \"maybe\"";
     QTest::newRow("export without file") << QStringList{"export", "r", "--format", "pytorch"} << "export: needs OUT.pth";
     QTest::newRow("notes without dir") << QStringList{"notes"} << "notes: needs RUN_DIR";
+    QTest::newRow("run notes too long") << QStringList{"run", "--preset", "quick-demo", "--notes", QString(16385, 'x')}
+                                        << "--notes: at most 16 KB, got 16385 bytes";
+    QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
     QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";
     QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
     QTest::newRow("runs bad sort") << QStringList{"runs", "--sort", "accuracy"}
@@ -408,7 +411,8 @@ void tst_Cli::quickDemo()
     const Outcome o = cli({QStringLiteral("run"), QStringLiteral("--preset"), QStringLiteral("quick-demo"),
                            QStringLiteral("--epochs"), QStringLiteral("1"), QStringLiteral("--train-limit"),
                            QStringLiteral("64"), QStringLiteral("--test-limit"), QStringLiteral("30"),
-                           QStringLiteral("--runs-dir"), m_dir.filePath(QStringLiteral("runs"))});
+                           QStringLiteral("--runs-dir"), m_dir.filePath(QStringLiteral("runs")),
+                           QStringLiteral("--notes"), QStringLiteral("the demo, one epoch")});
     QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
     QVERIFY2(o.out.contains(QRegularExpression(QStringLiteral("epoch 1/1  loss [0-9.]+  train acc [0-9.]+  test acc [0-9.]+  [0-9.]+ sec/epoch  [0-9]+ img/s  grad norm [0-9.e+-]+\\n"))), qPrintable(o.out));
     QVERIFY2(o.out.contains(QRegularExpression(QStringLiteral("test acc: [0-9.]+, [0-9.]+ sec/epoch on \\[cpu\\]"))), qPrintable(o.out));
@@ -416,6 +420,9 @@ void tst_Cli::quickDemo()
     QVERIFY(m.hasMatch());
     for (const char *file : {"config.json", "metrics.csv", "summary.json", "checkpoint.pt"})
         QVERIFY2(QFile::exists(m.captured(1) + QLatin1Char('/') + QLatin1String(file)), file);
+    QFile notes(m.captured(1) + QStringLiteral("/notes.txt"));
+    QVERIFY(notes.open(QIODevice::ReadOnly));
+    QCOMPARE(notes.readAll(), QByteArray("the demo, one epoch\n"));
 }
 
 void tst_Cli::missingDevice()

@@ -48,6 +48,7 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_table->setSelectionMode(QAbstractItemView::ExtendedSelection);
     m_table->setAlternatingRowColors(true);
+    m_table->setWordWrap(false);   // one line per run: long notes are cut at the column's edge, whole in the tooltip
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
@@ -102,6 +103,8 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_openFolder = history->addAction(tr("&Open Run Folder"), this, &HistoryPanel::openSelectedFolder);
     m_editNotes = history->addAction(tr("Edit &Notes…"), this, &HistoryPanel::editSelectedNotes);
     m_editNotes->setObjectName(QStringLiteral("editNotesAction"));
+    m_editNotes->setShortcut(Qt::Key_F2);
+    m_editNotes->setShortcutContext(Qt::WidgetShortcut);
     m_editNotes->setToolTip(tr("What this run tried and showed, in the run's notes.txt; the filter searches them"));
     m_delete = history->addAction(tr("&Delete Run…"), this, &HistoryPanel::deleteSelectedRuns);
     m_delete->setObjectName(QStringLiteral("deleteRunAction"));

@@ -1,6 +1,7 @@
 #include "core/train/trainer.h"
 
 #include "core/runs/runrecord.h"
+#include "core/runs/runstorage.h"
 #include "core/train/checkpoint.h"
 #include "core/train/devices.h"
 #include "core/train/engine.h"
@@ -69,6 +70,12 @@ RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingOb
     if (record) {
         record->startDeviceSampling(cudaBusIds());
         observer.onLog("run folder: " + record->dir());
+        try {
+            if (!setup.options.notes.empty())
+                writeRunNotes(record->dir(), setup.options.notes);
+        } catch (const std::exception &e) {
+            observer.onLog(std::string("notes not kept (the run goes on): ") + e.what());
+        }
         if (const std::string warning = record->takeWarning(); !warning.empty())
             observer.onLog(warning);
     }

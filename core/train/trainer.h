@@ -29,6 +29,7 @@ struct RunOptions
     bool keepRecord = true;            // false: no run folder (tests, benchmarks)
     NodeOptions node;
     SweepTag tag;                      // written to summary.json: the sweep this run belongs to
+    std::string notes;                 // the person's notes on a new run, kept in its notes.txt (runstorage.h)
     // Steps between a step and the host reading its summed stop/error/loss slots. -1: 1 when the world
     // has a CUDA device (no host sync per step), else 0 (a stop takes effect after the current batch).
     int controlLag = -1;
