@@ -575,10 +575,19 @@ int classifyCommand(const trainlab::CliArgs &args)
 int exportCommand(const trainlab::CliArgs &args)
 {
     try {
-        const trainlab::ExportResult r = trainlab::exportPyTorch(args.configPath, args.checkpoint, args.outputPath);
-        std::printf("%s: %zu tensors (%.1f MB) from %s, epoch %d, as a PyTorch state_dict for d2l's resnet18(10, 1)\n",
-                    args.outputPath.c_str(), r.tensors, static_cast<double>(r.bytes) / 1e6, r.checkpoint.c_str(), r.epoch);
-        std::printf("in Python: net.load_state_dict(torch.load(\"%s\", weights_only=True))\n", args.outputPath.c_str());
+        const bool onnx = args.exportFormat == "onnx";
+        const trainlab::ExportResult r = onnx ? trainlab::exportOnnx(args.configPath, args.checkpoint, args.outputPath)
+                                              : trainlab::exportPyTorch(args.configPath, args.checkpoint, args.outputPath);
+        if (onnx) {
+            std::printf("%s: ONNX model, opset 13 (%.1f MB) from %s, epoch %d: input \"image\" float32 [batch, channels, "
+                        "height, width] (pixels / 255; 1 x 28 x 28 for Fashion-MNIST), output \"logits\" [batch, classes]\n",
+                        args.outputPath.c_str(), static_cast<double>(r.bytes) / 1e6, r.checkpoint.c_str(), r.epoch);
+            std::printf("in Python: onnxruntime.InferenceSession(\"%s\").run(None, {\"image\": x})\n", args.outputPath.c_str());
+        } else {
+            std::printf("%s: %zu tensors (%.1f MB) from %s, epoch %d, as a PyTorch state_dict for d2l's resnet18(10, 1)\n",
+                        args.outputPath.c_str(), r.tensors, static_cast<double>(r.bytes) / 1e6, r.checkpoint.c_str(), r.epoch);
+            std::printf("in Python: net.load_state_dict(torch.load(\"%s\", weights_only=True))\n", args.outputPath.c_str());
+        }
     } catch (const std::exception &e) {
         std::fprintf(stderr, "trainlab-cli: export: %s\n", e.what());
         return 1;

@@ -106,8 +106,9 @@ const char *cliUsage()
            "  classify RUN_DIR IMAGE... [--checkpoint best|last] [--invert auto|yes|no] [--json]\n"
            "                                   the run's model on image files (PNG, JPEG, BMP, PGM...): each\n"
            "                                   file's class and the top three with their probabilities\n"
-           "  export RUN_DIR OUT.pth [--checkpoint best|last] [--format pytorch]\n"
-           "                                   the evaluated weights as a PyTorch state_dict for torch.load\n"
+           "  export RUN_DIR OUT.pth|OUT.onnx [--checkpoint best|last] [--format pytorch|onnx]\n"
+           "                                   the evaluated weights as a PyTorch state_dict for torch.load, or\n"
+           "                                   the model as ONNX (by OUT's name, or --format)\n"
            "  notes RUN_DIR [TEXT | -]         print the run's notes, or replace them with TEXT (- reads them\n"
            "                                   from stdin; \"\" removes them); kept in RUN_DIR/notes.txt\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
@@ -196,9 +197,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                     if (out.invert != "auto" && out.invert != "yes" && out.invert != "no")
                         throw std::invalid_argument("--invert: auto, yes or no, got \"" + out.invert + "\"");
                 } else if (arg == "--format" && command == "export") {
-                    const std::string format = value(arg);
-                    if (format != "pytorch")
-                        throw std::invalid_argument("--format: only pytorch (a state_dict for torch.load), got \"" + format + "\"");
+                    out.exportFormat = value(arg);
+                    if (out.exportFormat != "pytorch" && out.exportFormat != "onnx")
+                        throw std::invalid_argument("--format: pytorch (a state_dict for torch.load) or onnx, got \""
+                                                    + out.exportFormat + "\"");
                 } else if (arg.rfind("--", 0) == 0) {
                     throw std::invalid_argument(command + ": unknown option \"" + arg + "\"");
                 } else {
@@ -221,6 +223,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                     throw std::invalid_argument(positional.empty() ? "export: needs OUT.pth, the file to write"
                                                                    : "export: one OUT.pth, got \"" + positional[1] + "\" too");
                 out.outputPath = positional.front();
+                // Without --format, the file's name says: OUT.onnx is an ONNX model, anything else a state_dict.
+                const std::string &o = out.outputPath;
+                if (out.exportFormat.empty())
+                    out.exportFormat = o.size() > 5 && o.compare(o.size() - 5, 5, ".onnx") == 0 ? "onnx" : "pytorch";
             }
             return out;
         }

@@ -33,6 +33,7 @@ struct CliArgs
     std::vector<std::string> images;  // classify IMAGE...
     std::string invert = "auto";  // classify --invert auto|yes|no
     std::string outputPath;       // export OUT.pth; lr-find --out CURVE.csv
+    std::string exportFormat;     // export: pytorch or onnx (by OUT's name unless --format)
     std::optional<double> minLr, maxLr;   // lr-find
     std::optional<int> steps;     // lr-find
     std::string csv;              // runs --csv metrics|devices: every run's table on stdout

@@ -187,7 +187,8 @@ void tst_Cli::badUsage_data()
     QTest::newRow("runs filter without words") << QStringList{"runs", "--filter"} << "--filter: needs a value";
     QTest::newRow("runs sort with csv") << QStringList{"runs", "--csv", "metrics", "--sort", "best"}
                                         << "runs: --sort and --filter order and narrow the table, not --csv";
-    QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "onnx", "m.onnx"} << "--format: only pytorch";
+    QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "tflite", "m.tflite"}
+                                       << "--format: pytorch (a state_dict for torch.load) or onnx, got \"tflite\"";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
     QTest::newRow("epochs beyond int") << QStringList{"run", "--preset", "quick-demo", "--epochs", "4294967296"} << "--epochs: must be an integer from 1 to 2147483647, got \"4294967296\"";
     QTest::newRow("limit beyond int64") << QStringList{"run", "--preset", "quick-demo", "--train-limit", "9223372036854775808"} << "--train-limit: must be an integer from 0 to 9223372036854775807, got \"9223372036854775808\"";
@@ -940,6 +941,10 @@ void tst_Cli::usageNamesEveryCommand()
         QVERIFY2(trainlab::parseCliArgs({command}).error.find("unknown command") == std::string::npos, command);
         QVERIFY2(usage.contains(QStringLiteral("\n  %1 ").arg(QLatin1String(command))), command);
     }
+    // export's format: --format, else OUT's suffix.
+    QCOMPARE(trainlab::parseCliArgs({"export", "r", "m.onnx"}).exportFormat, std::string("onnx"));
+    QCOMPARE(trainlab::parseCliArgs({"export", "r", "m.pth"}).exportFormat, std::string("pytorch"));
+    QCOMPARE(trainlab::parseCliArgs({"export", "r", "m.bin", "--format", "onnx"}).exportFormat, std::string("onnx"));
 }
 
 void tst_Cli::hostileEnvironment_data()

@@ -109,6 +109,7 @@ private Q_SLOTS:
     void exportHoldsEveryTensor();
     void exportWritesTheRunsWeights();
     void pythonLoadsTheExport();
+    void onnxRunsLikeTheModel();
     void imagesDecoded_data();
     void imagesDecoded();
     void badImagesRefusedByName_data();
@@ -483,6 +484,23 @@ void tst_Evaluation::exportWritesTheRunsWeights()
     } catch (const std::exception &e) {
         QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("no/such/folder/model.pth")), e.what());
     }
+    // The same checkpoint as ONNX, saying where it came from and what its outputs are.
+    const trainlab::ExportResult o = trainlab::exportOnnx(run, "", run + "/model.onnx");
+    QCOMPARE(o.checkpoint, std::string("checkpoint.pt"));
+    const std::string onnx = readAll(run + "/model.onnx");
+    QCOMPARE(static_cast<std::int64_t>(onnx.size()), o.bytes);
+    const std::string source = std::filesystem::path(run).filename().string() + ", checkpoint.pt (epoch 4)";
+    QVERIFY(onnx.find(source) != std::string::npos);
+    QVERIFY(onnx.find("T-shirt/top,Trouser,Pullover") != std::string::npos);
+    // A module it has no ONNX form for is refused by name, not written wrong.
+    torch::nn::Sequential other;
+    other->push_back("dropout", torch::nn::Dropout(0.5));
+    try {
+        trainlab::onnxModel(*other, 1, {});
+        QFAIL("wrote a module without an ONNX form");
+    } catch (const std::invalid_argument &e) {
+        QVERIFY2(std::string(e.what()).find("\"dropout\"") != std::string::npos, e.what());
+    }
 }
 
 // The exported file in Debian's PyTorch: bench/reference.py's model takes it strictly and gives TrainLab's logits.
@@ -513,6 +531,39 @@ void tst_Evaluation::pythonLoadsTheExport()
     qInfo("%s", qPrintable(out.trimmed()));
     QVERIFY2(python.exitCode() == 0, qPrintable(out));
     QVERIFY2(out.contains(QStringLiteral("100 images")), qPrintable(out));
+}
+
+// The ONNX export, checked by Debian's python3-onnx (schemas, shapes) and run node by node with PyTorch's ops.
+void tst_Evaluation::onnxRunsLikeTheModel()
+{
+    SKIP_WHEN_SANITIZED();
+    SKIP_WITHOUT_SYSTEM_PYTHON("torch, onnx", "TRAINLAB_PYTORCH_REQUIRED", "python3-torch, python3-onnx");
+    QTemporaryDir dir;
+    auto net = trainedLookingModel();
+    trainlab::OnnxInfo info;
+    trainlab::ExperimentConfig c;
+    info.classNames = trainlab::classNames(c);
+    info.source = "a test";
+    const std::string model = dir.filePath(QStringLiteral("model.onnx")).toStdString();
+    writeAll(model, trainlab::onnxModel(*net, 1, info));
+    const trainlab::DataBundle data = trainlab::loadData(c.dataset, 10);
+    const torch::Tensor images = trainlab::toInput(data.test.images.slice(0, 0, 50));
+    torch::NoGradGuard noGrad;
+    c10::Dict<std::string, at::Tensor> check;
+    check.insert("images", images.contiguous());
+    check.insert("logits", net->forward(images).contiguous());
+    const std::vector<char> checkBytes = torch::pickle_save(check);
+    const std::string checkPath = dir.filePath(QStringLiteral("check.pt")).toStdString();
+    writeAll(checkPath, std::string(checkBytes.begin(), checkBytes.end()));
+    QProcess python;
+    python.setProcessChannelMode(QProcess::MergedChannels);
+    python.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral(TRAINLAB_SOURCE_DIR "/tests/onnx_roundtrip.py"),
+                                                     QString::fromStdString(model), QString::fromStdString(checkPath)});
+    QVERIFY(python.waitForFinished(120000));
+    const QString out = QString::fromUtf8(python.readAll());
+    qInfo("%s", qPrintable(out.trimmed()));
+    QVERIFY2(python.exitCode() == 0, qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("50 images")), qPrintable(out));
 }
 
 void tst_Evaluation::imagesDecoded_data()

@@ -245,6 +245,16 @@ void tst_EvaluationView::exportsAndClassifiesOnWorkers()
     QVERIFY2(status.first().first().toString().startsWith(QStringLiteral("Exported best.pt (epoch 1)")),
              qPrintable(status.first().first().toString()));
     QVERIFY(QFileInfo(pth).size() > 40'000'000);
+    // By the name's suffix: ONNX's protobuf, opset 13, its weights as large as the state_dict's.
+    const QString onnx = out.filePath(QStringLiteral("model.ONNX"));
+    QVERIFY(view.exportModel(onnx));
+    QVERIFY(status.wait(timeLimitMs(30000)));
+    QVERIFY2(status.last().first().toString().contains(QStringLiteral("an ONNX model")), qPrintable(status.last().first().toString()));
+    QFile onnxFile(onnx);
+    QVERIFY(onnxFile.open(QIODevice::ReadOnly));
+    const QByteArray onnxBytes = onnxFile.readAll();
+    QVERIFY(onnxBytes.startsWith(QByteArray("\x08\x07\x12\x08TrainLab", 12)));   // ir_version 7, producer_name
+    QVERIFY(onnxBytes.size() > 40'000'000);
     QVERIFY(view.exportModel(out.filePath(QStringLiteral("missing/model.pth"))));
     QVERIFY(status.wait(timeLimitMs(30000)));
     QVERIFY2(status.last().first().toString().startsWith(QStringLiteral("Export failed: ")), qPrintable(status.last().first().toString()));

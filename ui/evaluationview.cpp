@@ -84,7 +84,7 @@ EvaluationView::EvaluationView(QWidget *parent)
     , m_summary(new QLabel)
     , m_evaluateButton(new QPushButton(tr("&Evaluate")))
     , m_classifyButton(new QPushButton(tr("&Classify Images…")))
-    , m_exportButton(new QPushButton(tr("Export for &PyTorch…")))
+    , m_exportButton(new QPushButton(tr("Export &Model…")))
     , m_matrix(new QTableWidget)
     , m_classChart(new QChartView(new QChart))
     , m_rowNormalized(new QCheckBox(tr("&Row %")))
@@ -103,7 +103,8 @@ EvaluationView::EvaluationView(QWidget *parent)
     m_classifyButton->setObjectName(QStringLiteral("classifyButton"));
     m_classifyButton->setToolTip(tr("Your own pictures through the selected run's model: its three likeliest classes"));
     m_exportButton->setObjectName(QStringLiteral("exportButton"));
-    m_exportButton->setToolTip(tr("The selected run's weights as a state_dict for the chapter's PyTorch resnet18(10, 1)"));
+    m_exportButton->setToolTip(tr("The selected run's model as a state_dict for the chapter's PyTorch resnet18(10, 1) "
+                                  "(.pth), or as an ONNX model for ONNX Runtime and other engines (.onnx)"));
     m_matrix->setObjectName(QStringLiteral("confusionMatrix"));
     m_matrix->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_matrix->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
@@ -188,8 +189,13 @@ EvaluationView::EvaluationView(QWidget *parent)
     connect(m_exportButton, &QPushButton::clicked, this, [this] {
         const QString suggested = QDir(QStandardPaths::writableLocation(QStandardPaths::DocumentsLocation))
                                       .filePath(QFileInfo(m_runDir).fileName() + QStringLiteral(".pth"));
-        const QString path = QFileDialog::getSaveFileName(this, tr("Export for PyTorch"), suggested,
-                                                          tr("PyTorch state_dict (*.pth *.pt)"));
+        const QString pytorch = tr("PyTorch state_dict (*.pth *.pt)"), onnx = tr("ONNX model (*.onnx)");
+        QString filter = pytorch;
+        QString path = QFileDialog::getSaveFileName(this, tr("Export Model"), suggested, pytorch + QStringLiteral(";;") + onnx,
+                                                    &filter);
+        // The filter chosen gives a name typed without a suffix its own; the suffix decides the format.
+        if (!path.isEmpty() && QFileInfo(path).suffix().isEmpty())
+            path += filter == onnx ? QStringLiteral(".onnx") : QStringLiteral(".pth");
         if (!path.isEmpty())
             exportModel(path);
     });
@@ -256,10 +262,14 @@ bool EvaluationView::exportModel(const QString &path)
     if (m_runDir.isEmpty() || m_worker || path.isEmpty())
         return false;
     const QString dir = m_runDir;
-    m_worker = startWorker(this, QStringLiteral("export"), [dir, path]() -> QString {
+    const bool onnx = path.endsWith(QStringLiteral(".onnx"), Qt::CaseInsensitive);
+    m_worker = startWorker(this, QStringLiteral("export"), [dir, path, onnx]() -> QString {
         try {
-            const ExportResult r = exportPyTorch(dir.toStdString(), "", path.toStdString());
-            return tr("Exported %1 (epoch %2) of %3 to %4: torch.load(path, weights_only=True) in PyTorch")
+            const ExportResult r = onnx ? exportOnnx(dir.toStdString(), "", path.toStdString())
+                                        : exportPyTorch(dir.toStdString(), "", path.toStdString());
+            return (onnx ? tr("Exported %1 (epoch %2) of %3 to %4: an ONNX model, input \"image\" (pixels / 255), "
+                              "output \"logits\"")
+                         : tr("Exported %1 (epoch %2) of %3 to %4: torch.load(path, weights_only=True) in PyTorch"))
                 .arg(QString::fromStdString(r.checkpoint))
                 .arg(r.epoch)
                 .arg(QFileInfo(dir).fileName(), path);

@@ -44,7 +44,8 @@ public:
     // Starts the evaluation of the current run on a worker thread; false if none is selected or one is running.
     bool evaluate();
     bool isEvaluating() const { return m_worker != nullptr; }
-    // The run's weights as a PyTorch state_dict at path, on a worker thread; false if busy or nothing is selected.
+    // The run's model at path, on a worker thread: an ONNX model for a path ending in .onnx, else a PyTorch
+    // state_dict; false if busy or nothing is selected.
     bool exportModel(const QString &path);
     // Opens "Classify Images" for the current run; nullptr when none is selected.
     class ClassifyDialog *openClassifyDialog();

@@ -2,6 +2,7 @@
 
 #include "core/runs/runrecord.h"
 #include "core/util/atomicfile.h"
+#include "core/util/protowire.h"
 
 #include <algorithm>
 #include <array>
@@ -19,6 +20,8 @@
 namespace trainlab {
 
 namespace {
+
+using namespace proto;
 
 constexpr std::uint64_t kMaxEventFileBytes = 64ull << 20;
 
@@ -43,61 +46,12 @@ std::uint32_t maskedCrc(const std::string &bytes)
     return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
-std::string littleEndian(std::uint64_t value, int bytes)
-{
-    std::string out;
-    for (int i = 0; i < bytes; ++i)
-        out += static_cast<char>((value >> (8 * i)) & 0xff);
-    return out;
-}
-
 std::uint64_t readLittleEndian(const std::string &bytes, std::size_t at, int count)
 {
     std::uint64_t v = 0;
     for (int i = count - 1; i >= 0; --i)
         v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(i)]);
     return v;
-}
-
-// Protocol buffers' wire format: each field a key (number << 3 | wire type) and its value.
-std::string varint(std::uint64_t v)
-{
-    std::string out;
-    while (v >= 0x80) {
-        out += static_cast<char>((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out += static_cast<char>(v);
-    return out;
-}
-
-std::string key(int field, int wireType)
-{
-    return varint((static_cast<std::uint64_t>(field) << 3) | static_cast<std::uint64_t>(wireType));
-}
-
-std::string bytesField(int field, const std::string &bytes)
-{
-    return key(field, 2) + varint(bytes.size()) + bytes;
-}
-
-std::string doubleField(int field, double value)
-{
-    std::uint64_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return key(field, 1) + littleEndian(bits, 8);
-}
-
-std::string floatField(int field, float value)
-{
-    std::uint32_t bits;
-    std::memcpy(&bits, &value, sizeof bits);
-    return key(field, 5) + littleEndian(bits, 4);
-}
-
-std::string varintField(int field, std::uint64_t value)
-{
-    return key(field, 0) + varint(value);
 }
 
 // A packed repeated double: its values one after another in a single length-delimited field.
