@@ -306,6 +306,24 @@ int runsCommand(const trainlab::CliArgs &args)
     return 0;
 }
 
+// compare RUN_DIR...: which row is which run, then the table a sweep ends with.
+int compareCommand(const trainlab::CliArgs &args)
+{
+    try {
+        const std::vector<trainlab::QueueEntry> entries = trainlab::loadRunEntries(args.runDirs);
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            std::printf("%zu  %s\n", i + 1, entries[i].runDir.c_str());
+        const trainlab::SweepTable table = trainlab::sweepTable(entries);
+        if (table.axes.empty())
+            std::printf("(no sweep setting differs between these runs)\n");
+        std::printf("\n%s", trainlab::formatSweepTable(table).c_str());
+        return 0;
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "trainlab-cli: compare: %s\n", e.what());
+        return 1;
+    }
+}
+
 // notes RUN_DIR: prints them; notes RUN_DIR TEXT|-: replaces them.
 int notesCommand(const trainlab::CliArgs &args)
 {
@@ -684,6 +702,8 @@ int run(int argc, char **argv)
         return exportCommand(args);
     if (args.command == "notes")
         return notesCommand(args);
+    if (args.command == "compare")
+        return compareCommand(args);
     trainlab::RunOptions options;
     if (args.command == "resume" || args.command == "run") {
         try {

@@ -109,6 +109,8 @@ const char *cliUsage()
            "  export RUN_DIR OUT.pth|OUT.onnx [--checkpoint best|last] [--format pytorch|onnx]\n"
            "                                   the evaluated weights as a PyTorch state_dict for torch.load, or\n"
            "                                   the model as ONNX (by OUT's name, or --format)\n"
+           "  compare RUN_DIR RUN_DIR...       runs side by side: the settings that differ between them, then\n"
+           "                                   status, best acc, sec/epoch, img/s and time to 0.90 (as a sweep's)\n"
            "  notes RUN_DIR [TEXT | -]         print the run's notes, or replace them with TEXT (- reads them\n"
            "                                   from stdin; \"\" removes them); kept in RUN_DIR/notes.txt\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
@@ -154,7 +156,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
                  || first == "resume" || first == "runs" || first == "sweep" || first == "lr-find" || first == "evaluate"
-                 || first == "classify" || first == "export" || first == "notes")
+                 || first == "classify" || first == "export" || first == "notes" || first == "compare")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -165,6 +167,20 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         };
         if (out.command == "dataset") {
             parseDataset(args, i, out, value);
+            return out;
+        }
+        if (out.command == "compare") {
+            for (; i < args.size(); ++i) {
+                if (args[i] == "--help" || args[i] == "-h") {
+                    out.command = "help";
+                    return out;
+                }
+                if (args[i].rfind("--", 0) == 0)
+                    throw std::invalid_argument("compare: unknown option \"" + args[i] + "\"");
+                out.runDirs.push_back(args[i]);
+            }
+            if (out.runDirs.size() < 2)
+                throw std::invalid_argument("compare: needs two or more RUN_DIRs (folders `trainlab-cli runs` lists)");
             return out;
         }
         if (out.command == "notes") {

@@ -65,8 +65,9 @@ int parse(int argc, char **argv, Options &options)
                                                        "the window to FILE and quit."),
                                         QStringLiteral("FILE"));
     const QCommandLineOption compare(QStringLiteral("compare"),
-                                     QStringLiteral("Open the Compare window on sweep ID of the runs folder (with "
-                                                    "--screenshot: save a picture of it instead of training)."),
+                                     QStringLiteral("Open the Compare window on sweep ID of the runs folder, or on "
+                                                    "run folders given as DIR,DIR,... (with --screenshot: save a "
+                                                    "picture of it instead of training)."),
                                      QStringLiteral("ID"));
     const QCommandLineOption compareTab(QStringLiteral("compare-tab"),
                                         QStringLiteral("The Compare window's chart to show: epochs, lr, scaling or table."),
@@ -206,7 +207,8 @@ int main(int argc, char **argv)
         return QApplication::exec();
     }
     if (!options.compare.isEmpty()) {
-        if (!window.showCompare(options.compare)) {
+        const QStringList runDirs = options.compare.split(QLatin1Char(','), Qt::SkipEmptyParts);
+        if (!(runDirs.size() > 1 ? window.showCompareRuns(runDirs) : window.showCompare(options.compare))) {
             std::fprintf(stderr, "trainlab: --compare: %s\n", qPrintable(window.lastError()));
             return 1;
         }

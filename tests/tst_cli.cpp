@@ -180,6 +180,8 @@ void tst_Cli::badUsage_data()
     QTest::newRow("run notes too long") << QStringList{"run", "--preset", "quick-demo", "--notes", QString(16385, 'x')}
                                         << "--notes: at most 16 KB, got 16385 bytes";
     QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
+    QTest::newRow("compare one run") << QStringList{"compare", "r"} << "compare: needs two or more RUN_DIRs";
+    QTest::newRow("compare option") << QStringList{"compare", "a", "b", "--csv"} << "compare: unknown option \"--csv\"";
     QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";
     QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
     QTest::newRow("runs bad sort") << QStringList{"runs", "--sort", "accuracy"}
@@ -936,7 +938,7 @@ void tst_Cli::runNotes()
 void tst_Cli::usageNamesEveryCommand()
 {
     const QString usage = QString::fromLatin1(trainlab::cliUsage());
-    for (const char *command : {"run", "validate", "resume", "runs", "evaluate", "classify", "export", "notes", "sweep",
+    for (const char *command : {"run", "validate", "resume", "runs", "evaluate", "classify", "export", "notes", "compare", "sweep",
                                 "lr-find", "devices", "presets", "dataset"}) {
         QVERIFY2(trainlab::parseCliArgs({command}).error.find("unknown command") == std::string::npos, command);
         QVERIFY2(usage.contains(QStringLiteral("\n  %1 ").arg(QLatin1String(command))), command);

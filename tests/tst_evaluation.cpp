@@ -503,6 +503,35 @@ void tst_Evaluation::exportWritesTheRunsWeights()
     }
 }
 
+namespace {
+
+// Runs tests/<script> EXPORTED CHECK.pt with Debian's python3, CHECK.pt holding the first `count` test images of the
+// sample and net's logits for them; returns the script's exit code and output.
+std::pair<int, QString> pythonCheck(const char *script, const std::string &exported, torch::nn::Sequential &net, int count)
+{
+    const trainlab::DataBundle data = trainlab::loadData(trainlab::ExperimentConfig().dataset, 10);
+    const torch::Tensor images = trainlab::toInput(data.test.images.slice(0, 0, count));
+    torch::NoGradGuard noGrad;
+    c10::Dict<std::string, at::Tensor> check;
+    check.insert("images", images.contiguous());
+    check.insert("logits", net->forward(images).contiguous());
+    const std::vector<char> checkBytes = torch::pickle_save(check);
+    const std::string checkPath = exported + ".check.pt";
+    writeAll(checkPath, std::string(checkBytes.begin(), checkBytes.end()));
+    QProcess python;
+    python.setProcessChannelMode(QProcess::MergedChannels);
+    python.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral(TRAINLAB_SOURCE_DIR "/tests/") + QLatin1String(script),
+                                                     QString::fromStdString(exported), QString::fromStdString(checkPath)});
+    if (!python.waitForFinished(120000))
+        python.kill();
+    python.waitForFinished();
+    const QString out = QString::fromUtf8(python.readAll());
+    qInfo("%s", qPrintable(out.trimmed()));
+    return {python.exitStatus() == QProcess::NormalExit ? python.exitCode() : -1, out};
+}
+
+} // namespace
+
 // The exported file in Debian's PyTorch: bench/reference.py's model takes it strictly and gives TrainLab's logits.
 void tst_Evaluation::pythonLoadsTheExport()
 {
@@ -512,24 +541,8 @@ void tst_Evaluation::pythonLoadsTheExport()
     auto net = trainedLookingModel();
     const std::string state = dir.filePath(QStringLiteral("state.pth")).toStdString();
     writeAll(state, trainlab::pytorchStateDict(*net));
-    trainlab::ExperimentConfig c;
-    const trainlab::DataBundle data = trainlab::loadData(c.dataset, 10);
-    const torch::Tensor images = trainlab::toInput(data.test.images.slice(0, 0, 100));
-    torch::NoGradGuard noGrad;
-    c10::Dict<std::string, at::Tensor> check;
-    check.insert("images", images.contiguous());
-    check.insert("logits", net->forward(images).contiguous());
-    const std::vector<char> checkBytes = torch::pickle_save(check);
-    const std::string checkPath = dir.filePath(QStringLiteral("check.pt")).toStdString();
-    writeAll(checkPath, std::string(checkBytes.begin(), checkBytes.end()));
-    QProcess python;
-    python.setProcessChannelMode(QProcess::MergedChannels);
-    python.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral(TRAINLAB_SOURCE_DIR "/tests/pytorch_roundtrip.py"),
-                                                     QString::fromStdString(state), QString::fromStdString(checkPath)});
-    QVERIFY(python.waitForFinished(120000));
-    const QString out = QString::fromUtf8(python.readAll());
-    qInfo("%s", qPrintable(out.trimmed()));
-    QVERIFY2(python.exitCode() == 0, qPrintable(out));
+    const auto [code, out] = pythonCheck("pytorch_roundtrip.py", state, net, 100);
+    QVERIFY2(code == 0, qPrintable(out));
     QVERIFY2(out.contains(QStringLiteral("100 images")), qPrintable(out));
 }
 
@@ -541,28 +554,12 @@ void tst_Evaluation::onnxRunsLikeTheModel()
     QTemporaryDir dir;
     auto net = trainedLookingModel();
     trainlab::OnnxInfo info;
-    trainlab::ExperimentConfig c;
-    info.classNames = trainlab::classNames(c);
+    info.classNames = trainlab::classNames(trainlab::ExperimentConfig());
     info.source = "a test";
     const std::string model = dir.filePath(QStringLiteral("model.onnx")).toStdString();
     writeAll(model, trainlab::onnxModel(*net, 1, info));
-    const trainlab::DataBundle data = trainlab::loadData(c.dataset, 10);
-    const torch::Tensor images = trainlab::toInput(data.test.images.slice(0, 0, 50));
-    torch::NoGradGuard noGrad;
-    c10::Dict<std::string, at::Tensor> check;
-    check.insert("images", images.contiguous());
-    check.insert("logits", net->forward(images).contiguous());
-    const std::vector<char> checkBytes = torch::pickle_save(check);
-    const std::string checkPath = dir.filePath(QStringLiteral("check.pt")).toStdString();
-    writeAll(checkPath, std::string(checkBytes.begin(), checkBytes.end()));
-    QProcess python;
-    python.setProcessChannelMode(QProcess::MergedChannels);
-    python.start(QStringLiteral("/usr/bin/python3"), {QStringLiteral(TRAINLAB_SOURCE_DIR "/tests/onnx_roundtrip.py"),
-                                                     QString::fromStdString(model), QString::fromStdString(checkPath)});
-    QVERIFY(python.waitForFinished(120000));
-    const QString out = QString::fromUtf8(python.readAll());
-    qInfo("%s", qPrintable(out.trimmed()));
-    QVERIFY2(python.exitCode() == 0, qPrintable(out));
+    const auto [code, out] = pythonCheck("onnx_roundtrip.py", model, net, 50);
+    QVERIFY2(code == 0, qPrintable(out));
     QVERIFY2(out.contains(QStringLiteral("50 images")), qPrintable(out));
 }
 

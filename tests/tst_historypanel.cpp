@@ -1,5 +1,6 @@
 #include "core/runs/runrecord.h"
 #include "ui/accuracychart.h"
+#include "ui/compareview.h"
 #include "ui/historypanel.h"
 #include "ui/runhistorymodel.h"
 
@@ -14,8 +15,10 @@
 #include <QMap>
 #include <QMenu>
 #include <QMessageBox>
+#include <QSet>
 #include <QSignalSpy>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
@@ -43,6 +46,7 @@ private Q_SLOTS:
     void filterNarrowsTheTable();
     void sortsNumbersAsNumbers();
     void notesEditedShownAndFound();
+    void compareSelectedRuns();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -450,6 +454,40 @@ void tst_HistoryPanel::notesEditedShownAndFound()
     QVERIFY(panel.setRunNotes(noted, QString()));
     QVERIFY(!file.exists());
     QCOMPARE(shownNames(panel), QStringList{});
+}
+
+// Compare Selected Runs: two or more runs, in the Compare window by the settings that differ between them.
+void tst_HistoryPanel::compareSelectedRuns()
+{
+    const QString fp32 = fakeRun(QStringLiteral("fp32 run"), {0.5, 0.6});
+    const QString bf16 = fakeRun(QStringLiteral("bf16 run"), {0.4, 0.7}, 1.0, trainlab::RunStatus::Completed, "bf16");
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    QMenu menu;
+    panel.addActions(&menu, {});
+    panel.setRunsDir(m_runsDir);
+    auto *compare = menu.findChild<QAction *>(QStringLiteral("compareRunsAction"));
+    QVERIFY(compare);
+    panel.table()->clearSelection();
+    panel.table()->selectRow(0);
+    QVERIFY(!compare->isEnabled());
+    panel.table()->selectAll();
+    QVERIFY(compare->isEnabled());
+    QSignalSpy requested(&panel, &HistoryPanel::compareRequested);
+    compare->trigger();
+    QCOMPARE(requested.count(), 1);
+    const QStringList dirs = requested.first().first().toStringList();
+    QCOMPARE(QSet<QString>(dirs.begin(), dirs.end()), (QSet<QString>{fp32, bf16}));
+    trainlab::CompareView view;
+    QVERIFY(view.loadRuns(dirs));
+    QCOMPARE(view.axes(), QStringList{"precision"});
+    QCOMPARE(view.table()->rowCount(), 2);
+    QCOMPARE(view.table()->horizontalHeaderItem(1)->text(), QStringLiteral("run"));
+    QCOMPARE(view.table()->item(0, 1)->text(), QFileInfo(dirs.first()).fileName());
+    QCOMPARE(view.epochSeriesCount(), 2);
+    QString error;
+    QVERIFY(!view.loadRuns({fp32, m_runsDir + QStringLiteral("/gone")}, &error));
+    QVERIFY2(error.contains(QStringLiteral("/gone/summary.json")), qPrintable(error));
 }
 
 #include "tst_historypanel.moc"

@@ -186,6 +186,22 @@ void tst_Queue::gridRunsEveryPointTagged()
     QCOMPARE(fromFolders.size(), std::size_t(4));
     QCOMPARE(fromFolders[2].bestTestAcc, queue.at(2).bestTestAcc);
     QCOMPARE(trainlab::listSweepIds(runsDir()), std::vector<std::string>{id});
+    // The same runs chosen by hand (History's Compare Selected Runs, `trainlab-cli compare`): the settings that
+    // differ become the axes, and the table is the sweep's.
+    std::vector<std::string> dirs;
+    for (const auto &row : table.rows)
+        dirs.push_back(row.runDir);
+    const auto chosen = trainlab::loadRunEntries(dirs);
+    QCOMPARE(chosen.front().tag.id, std::string(trainlab::kSelectedRuns));
+    QCOMPARE(trainlab::sweepTableCsv(trainlab::sweepTable(chosen)), trainlab::sweepTableCsv(trainlab::sweepTable(fromFolders)));
+    QVERIFY(trainlab::sweepTable(trainlab::loadRunEntries({dirs[1], dirs[1]})).axes.empty());
+    QCOMPARE(trainlab::sweepTable(trainlab::loadRunEntries({dirs[0], dirs[2]})).axes, std::vector<std::string>{"learning_rate"});
+    try {
+        trainlab::loadRunEntries({dirs[0], runsDir() + "/nowhere"});
+        QFAIL("compared a folder that holds no run");
+    } catch (const std::exception &e) {
+        QVERIFY2(std::string(e.what()).find("/nowhere/summary.json") != std::string::npos, e.what());
+    }
 }
 
 void tst_Queue::devicesAxisGivesTheScalingRows()

@@ -10,6 +10,7 @@
 #include <QChartView>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -267,9 +268,10 @@ void CompareView::setEntries(const QString &sweepId, const std::vector<QueueEntr
     m_sweepId = sweepId;
     m_entries = entries;
     m_table = sweepTable(m_entries);
-    m_title->setText(m_sweepId.isEmpty() ? tr("No sweep")
-                                         : tr("Sweep %1: %n run(s)", nullptr, static_cast<int>(m_entries.size()))
-                                               .arg(m_sweepId));
+    const int count = static_cast<int>(m_entries.size());
+    m_title->setText(m_sweepId.isEmpty()                                ? tr("No sweep")
+                     : m_sweepId == QLatin1String(kSelectedRuns) ? tr("%1 selected runs, by what differs between them").arg(count)
+                                                                 : tr("Sweep %1: %n run(s)", nullptr, count).arg(m_sweepId));
     const QStringList names = axes();
     if (!names.contains(m_colourAxis))
         m_colourAxis = names.isEmpty() ? QString() : names.first();
@@ -582,7 +584,11 @@ QStringList CompareView::rebuildScalingTime()
 
 void CompareView::rebuildTable()
 {
+    // Runs picked by hand are named: their numbers say nothing of which run is which.
+    const bool named = m_sweepId == QLatin1String(kSelectedRuns);
     QStringList headers = {tr("#")};
+    if (named)
+        headers << tr("run");
     headers << axes();
     const int firstNumber = static_cast<int>(headers.size()) + 1;
     headers << tr("status") << tr("best test acc") << tr("sec/epoch") << tr("img/s")
@@ -597,6 +603,8 @@ void CompareView::rebuildTable()
         const SweepRow &row = m_table.rows[static_cast<std::size_t>(r)];
         const bool ran = row.status != "not started" && row.secondsPerEpoch > 0;
         QStringList cells = {QString::number(row.index)};
+        if (named)
+            cells << QFileInfo(QString::fromStdString(row.runDir)).fileName();
         for (const std::string &v : row.values)
             cells << QString::fromStdString(v);
         cells << QString::fromStdString(row.status);
@@ -728,8 +736,9 @@ void CompareView::exportCsv()
         QMessageBox::warning(this, tr("Export failed"), error);
 }
 
-bool CompareView::showSweep(QWidget *parent, CompareView *&view, const QString &runsDir, const QString &sweepId,
-                            QString *error)
+namespace {
+
+CompareView *compareWindow(QWidget *parent, CompareView *&view)
 {
     if (!view) {
         view = new CompareView(parent);
@@ -737,9 +746,42 @@ bool CompareView::showSweep(QWidget *parent, CompareView *&view, const QString &
         view->setObjectName(QStringLiteral("compareView"));
         view->resize(960, 640);
     }
-    if (!view->loadSweep(runsDir, sweepId, error))
+    return view;
+}
+
+} // namespace
+
+bool CompareView::showSweep(QWidget *parent, CompareView *&view, const QString &runsDir, const QString &sweepId,
+                            QString *error)
+{
+    if (!compareWindow(parent, view)->loadSweep(runsDir, sweepId, error))
         return false;
     view->setWindowTitle(tr("Compare %1 — TrainLab").arg(sweepId));
+    view->show();
+    view->raise();
+    return true;
+}
+
+bool CompareView::loadRuns(const QStringList &runDirs, QString *error)
+{
+    std::vector<std::string> dirs;
+    for (const QString &dir : runDirs)
+        dirs.push_back(dir.toStdString());
+    try {
+        setEntries(QString::fromLatin1(kSelectedRuns), loadRunEntries(dirs));
+    } catch (const std::exception &e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
+    return true;
+}
+
+bool CompareView::showRuns(QWidget *parent, CompareView *&view, const QStringList &runDirs, QString *error)
+{
+    if (!compareWindow(parent, view)->loadRuns(runDirs, error))
+        return false;
+    view->setWindowTitle(tr("Compare %1 Runs — TrainLab").arg(runDirs.size()));
     view->show();
     view->raise();
     return true;

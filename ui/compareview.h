@@ -19,7 +19,8 @@ class QTableWidget;
 
 namespace trainlab {
 
-// One sweep's runs side by side: a metric per epoch, accuracy against learning rate, scaling, and the table.
+// One sweep's runs (or any runs chosen in the history) side by side: a metric per epoch, accuracy against
+// learning rate, scaling, and the table.
 class CompareView : public QWidget
 {
     Q_OBJECT
@@ -34,6 +35,10 @@ public:
     // The Compare window on a sweep of runsDir: made on first use as a window of parent's, then reused.
     static bool showSweep(QWidget *parent, CompareView *&view, const QString &runsDir, const QString &sweepId,
                           QString *error);
+    // Any runs side by side, their columns the sweep settings that differ between them; false with *error when
+    // a run cannot be read.
+    bool loadRuns(const QStringList &runDirs, QString *error = nullptr);
+    static bool showRuns(QWidget *parent, CompareView *&view, const QStringList &runDirs, QString *error);
     // Asks which sweep of runsDir to compare; "" when the user cancels or there is none (error set).
     static QString chooseSweep(QWidget *parent, const QString &runsDir, QString *error);
     void setEntries(const QString &sweepId, const std::vector<QueueEntry> &entries);

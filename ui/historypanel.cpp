@@ -106,6 +106,15 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_editNotes->setShortcut(Qt::Key_F2);
     m_editNotes->setShortcutContext(Qt::WidgetShortcut);
     m_editNotes->setToolTip(tr("What this run tried and showed, in the run's notes.txt; the filter searches them"));
+    m_compare = history->addAction(tr("Co&mpare Selected Runs"), this, [this] {
+        QStringList dirs;
+        for (int row : selectedRows())
+            dirs << QString::fromStdString(m_model->summary(row).dir);
+        Q_EMIT compareRequested(dirs);
+    });
+    m_compare->setObjectName(QStringLiteral("compareRunsAction"));
+    m_compare->setToolTip(tr("The selected runs in the Compare window: any metric per epoch, and a table by the "
+                             "settings that differ between them"));
     m_delete = history->addAction(tr("&Delete Run…"), this, &HistoryPanel::deleteSelectedRuns);
     m_delete->setObjectName(QStringLiteral("deleteRunAction"));
     m_delete->setShortcut(QKeySequence::Delete);
@@ -117,7 +126,7 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_exportDevices = history->addAction(tr("Export De&vices of Selected Runs…"), this, [this] { exportDialog(true); });
     m_refresh = history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &HistoryPanel::refresh);
     m_table->addActions(leading);
-    m_table->addActions({m_useConfig, m_openFolder, m_editNotes, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
+    m_table->addActions({m_useConfig, m_openFolder, m_editNotes, m_compare, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
     updateActions();
 }
 
@@ -160,6 +169,10 @@ void HistoryPanel::updateActions()
     m_useConfig->setEnabled(rows.size() == 1);
     m_openFolder->setEnabled(rows.size() == 1);
     m_editNotes->setEnabled(rows.size() == 1 && m_model->summary(rows.first()).status != "unreadable");
+    bool readable = rows.size() >= 2;
+    for (int row : rows)
+        readable = readable && m_model->summary(row).status != "unreadable";
+    m_compare->setEnabled(readable);
     bool activeSelected = false;
     for (int row : rows)
         activeSelected |= QString::fromStdString(m_model->summary(row).dir) == m_activeRunDir;

@@ -64,6 +64,8 @@ public:
 Q_SIGNALS:
     void selectionChanged();
     void useConfigRequested(const trainlab::ExperimentConfig &config);
+    // Compare Selected Runs: the selected runs' folders, the newest first.
+    void compareRequested(const QStringList &runDirs);
     void error(const QString &title, const QString &text);
     void status(const QString &text, int timeoutMs);
 
@@ -92,6 +94,7 @@ private:
     QAction *m_useConfig = nullptr;
     QAction *m_openFolder = nullptr;
     QAction *m_editNotes = nullptr;
+    QAction *m_compare = nullptr;
     QAction *m_delete = nullptr;
     QAction *m_deleteCheckpoints = nullptr;
     QAction *m_exportCsv = nullptr;

@@ -84,6 +84,7 @@ MainWindow::MainWindow(QWidget *parent)
             [this](const QString &, const QString &error) { statusBar()->showMessage(tr("Evaluation failed: %1").arg(error), 8000); });
     connect(m_evaluationView, &EvaluationView::status, this, [this](const QString &text) { statusBar()->showMessage(text, 10000); });
     connect(m_historyPanel, &HistoryPanel::useConfigRequested, this, &MainWindow::useRunConfig);
+    connect(m_historyPanel, &HistoryPanel::compareRequested, this, &MainWindow::showCompareRuns);
     connect(m_historyPanel, &HistoryPanel::error, this, &MainWindow::showError);
     connect(m_historyPanel, &HistoryPanel::status, this,
             [this](const QString &text, int timeoutMs) { statusBar()->showMessage(text, timeoutMs); });
@@ -460,6 +461,15 @@ bool MainWindow::showCompare(const QString &sweepId)
     const bool shown = CompareView::showSweep(this, m_compare, runsDir(), sweepId, &error);
     if (!shown)
         showError(tr("Compare Sweep"), error);
+    return shown;
+}
+
+bool MainWindow::showCompareRuns(const QStringList &runDirs)
+{
+    QString error;
+    const bool shown = CompareView::showRuns(this, m_compare, runDirs, &error);
+    if (!shown)
+        showError(tr("Compare Runs"), error);
     return shown;
 }
 

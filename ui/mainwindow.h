@@ -79,6 +79,8 @@ public Q_SLOTS:
     void addSweepDialog();
     // Shows the sweep's runs in the Compare window; false (and why) when the runs folder has none.
     bool showCompare(const QString &sweepId);
+    // The Compare window on any runs (History's Compare Selected Runs); false after an error box.
+    bool showCompareRuns(const QStringList &runDirs);
 
 Q_SIGNALS:
     // After a run's thread has ended and the history shows its final state.

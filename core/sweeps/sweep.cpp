@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 namespace trainlab {
@@ -156,57 +157,37 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
     ExperimentConfig c = s.base;
     for (const auto &axis : s.activeAxes()) {
         const std::size_t i = choice.index.at(axis);
-        std::string shown;
-        if (axis == "learning_rate") {
+        if (axis == "learning_rate")
             c.learningRate = s.learningRate[i];
-            shown = number(c.learningRate);
-        } else if (axis == "batch_size") {
+        else if (axis == "batch_size")
             c.batchSize = s.batchSize[i];
-            shown = std::to_string(c.batchSize);
-        } else if (axis == "devices") {
+        else if (axis == "devices")
             c.devices = s.devices[i];
-            shown = joined(c.devices);
-        } else if (axis == "epochs") {
+        else if (axis == "epochs")
             c.epochs = s.epochs[i];
-            shown = std::to_string(c.epochs);
-        } else if (axis == "seed") {
+        else if (axis == "seed")
             c.seed = s.seed[i];
-            shown = std::to_string(c.seed);
-        } else if (axis == "precision") {
+        else if (axis == "precision")
             c.precision = s.precision[i];
-            shown = c.precision;
-        } else if (axis == "momentum") {
+        else if (axis == "momentum")
             c.momentum = s.momentum[i];
-            shown = number(c.momentum);
-        } else if (axis == "weight_decay") {
+        else if (axis == "weight_decay")
             c.weightDecay = s.weightDecay[i];
-            shown = number(c.weightDecay);
-        } else if (axis == "label_smoothing") {
+        else if (axis == "label_smoothing")
             c.labelSmoothing = s.labelSmoothing[i];
-            shown = number(c.labelSmoothing);
-        } else if (axis == "grad_clip_norm") {
+        else if (axis == "grad_clip_norm")
             c.gradClipNorm = s.gradClipNorm[i];
-            shown = number(c.gradClipNorm);
-        } else if (axis == "ema_decay") {
+        else if (axis == "ema_decay")
             c.emaDecay = s.emaDecay[i];
-            shown = number(c.emaDecay);
-        } else if (axis == "schedule") {
+        else if (axis == "schedule")
             c.schedule.kind = s.schedule[i];
-            shown = c.schedule.kind;
-        } else if (axis == "warmup_epochs") {
+        else if (axis == "warmup_epochs")
             c.schedule.warmupEpochs = s.warmupEpochs[i];
-            shown = number(c.schedule.warmupEpochs);
-        } else if (axis == "augmentation") {
+        else if (axis == "augmentation")
             c.augmentation = s.augmentation[i];
-            // "crop 2+flip": one value, with no comma to read as a separator.
-            shown = c.augmentation.describe();
-            for (std::size_t at = shown.find(", "); at != std::string::npos; at = shown.find(", "))
-                shown.replace(at, 2, "+");
-        } else if (axis == "init") {
+        else if (axis == "init")
             c.model.init = s.init[i];
-            shown = c.model.init;
-        }
-        tag.values.emplace_back(axis, shown);
+        tag.values.emplace_back(axis, axisValue(c, axis));
     }
     if (s.scaleLrWithBatch && s.base.batchSize > 0)
         c.learningRate *= static_cast<double>(c.batchSize) / static_cast<double>(s.base.batchSize);
@@ -279,6 +260,46 @@ const std::vector<std::string> &sweepAxisNames()
                                                    "precision", "momentum", "weight_decay", "label_smoothing",
                                                    "grad_clip_norm", "ema_decay", "schedule", "warmup_epochs", "augmentation", "init"};
     return names;
+}
+
+std::string axisValue(const ExperimentConfig &c, const std::string &axis)
+{
+    if (axis == "learning_rate")
+        return number(c.learningRate);
+    if (axis == "batch_size")
+        return std::to_string(c.batchSize);
+    if (axis == "devices")
+        return joined(c.devices);
+    if (axis == "epochs")
+        return std::to_string(c.epochs);
+    if (axis == "seed")
+        return std::to_string(c.seed);
+    if (axis == "precision")
+        return c.precision;
+    if (axis == "momentum")
+        return number(c.momentum);
+    if (axis == "weight_decay")
+        return number(c.weightDecay);
+    if (axis == "label_smoothing")
+        return number(c.labelSmoothing);
+    if (axis == "grad_clip_norm")
+        return number(c.gradClipNorm);
+    if (axis == "ema_decay")
+        return number(c.emaDecay);
+    if (axis == "schedule")
+        return c.schedule.kind;
+    if (axis == "warmup_epochs")
+        return number(c.schedule.warmupEpochs);
+    if (axis == "augmentation") {
+        // "crop 2+flip": one value, with no comma to read as a separator.
+        std::string shown = c.augmentation.describe();
+        for (std::size_t at = shown.find(", "); at != std::string::npos; at = shown.find(", "))
+            shown.replace(at, 2, "+");
+        return shown;
+    }
+    if (axis == "init")
+        return c.model.init;
+    throw std::invalid_argument("not a sweep axis: \"" + axis + "\"");
 }
 
 std::size_t SweepConfig::axisSize(const std::string &axis) const

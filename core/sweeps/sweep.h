@@ -24,6 +24,9 @@ struct SweepTag
 
 // The axes a sweep may vary, in the order its tables show them.
 const std::vector<std::string> &sweepAxisNames();
+// An axis's value in c as the sweep's tables show it ("0.1", "cpu,cpu", "crop 2+flip"); throws invalid_argument
+// for a name sweepAxisNames() does not hold.
+std::string axisValue(const ExperimentConfig &c, const std::string &axis);
 
 // A sweep file (schema_version 1): a base experiment and lists of values to try.
 struct SweepConfig

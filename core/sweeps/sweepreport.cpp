@@ -44,6 +44,33 @@ std::string csvField(const std::string &text)
     return quoted + "\"";
 }
 
+// A run folder as the Compare view and the tables take it; throws when its config or metrics cannot be read.
+QueueEntry entryOfRun(const RunSummary &s)
+{
+    QueueEntry e;
+    e.config = ExperimentConfig::load(s.dir + "/config.json");
+    e.metrics = readMetrics(s.dir);
+    readTiming(s.dir, e.metrics);
+    e.tag = s.sweep;
+    e.runDir = s.dir;
+    e.error = s.error;
+    e.state = s.status == "completed" ? EntryState::Completed
+              : s.status == "failed"  ? EntryState::Failed
+              : s.status == "running" ? EntryState::Running
+                                      : EntryState::Stopped;
+    e.epochsDone = static_cast<int>(e.metrics.size());
+    RunResult r;
+    r.epochs = e.metrics;
+    r.summarize();
+    e.bestTestAcc = r.bestTestAcc;
+    e.meanEpochSeconds = r.meanEpochSeconds;
+    double ips = 0.0;
+    for (const auto &m : e.metrics)
+        ips += m.imagesPerSecond / static_cast<double>(e.metrics.size());
+    e.imagesPerSecond = ips;
+    return e;
+}
+
 } // namespace
 
 SweepTable sweepTable(const std::vector<QueueEntry> &entries)
@@ -235,36 +262,40 @@ std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::
     for (const RunSummary &s : listRuns(runsDir)) {
         if (s.sweep.id != sweepId || byIndex.count(s.sweep.index))
             continue;   // newest first: a rerun of an index hides the older folder
-        QueueEntry e;
         try {
-            e.config = ExperimentConfig::load(s.dir + "/config.json");
-            e.metrics = readMetrics(s.dir);
-            readTiming(s.dir, e.metrics);
+            byIndex.emplace(s.sweep.index, entryOfRun(s));
         } catch (const std::exception &) {
             continue;
         }
-        e.tag = s.sweep;
-        e.runDir = s.dir;
-        e.error = s.error;
-        e.state = s.status == "completed" ? EntryState::Completed
-                  : s.status == "failed"  ? EntryState::Failed
-                  : s.status == "running" ? EntryState::Running
-                                          : EntryState::Stopped;
-        e.epochsDone = static_cast<int>(e.metrics.size());
-        RunResult r;
-        r.epochs = e.metrics;
-        r.summarize();
-        e.bestTestAcc = r.bestTestAcc;
-        e.meanEpochSeconds = r.meanEpochSeconds;
-        double ips = 0.0;
-        for (const auto &m : e.metrics)
-            ips += m.imagesPerSecond / static_cast<double>(e.metrics.size());
-        e.imagesPerSecond = ips;
-        byIndex.emplace(s.sweep.index, std::move(e));
     }
     std::vector<QueueEntry> entries;
     for (auto &[index, e] : byIndex)
         entries.push_back(std::move(e));
+    return entries;
+}
+
+std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs)
+{
+    std::vector<QueueEntry> entries;
+    for (const std::string &dir : runDirs) {
+        entries.push_back(entryOfRun(readRunSummary(dir)));
+        entries.back().tag = SweepTag();   // a sweep's own tag names its axes, not what differs here
+    }
+    // The axes: the settings a sweep could vary that differ between these runs.
+    for (const std::string &axis : sweepAxisNames()) {
+        std::set<std::string> seen;
+        for (const QueueEntry &e : entries)
+            seen.insert(axisValue(e.config, axis));
+        if (seen.size() < 2)
+            continue;
+        for (QueueEntry &e : entries)
+            e.tag.values.emplace_back(axis, axisValue(e.config, axis));
+    }
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        entries[i].tag.id = kSelectedRuns;
+        entries[i].tag.index = static_cast<int>(i);
+        entries[i].tag.count = static_cast<int>(entries.size());
+    }
     return entries;
 }
 
