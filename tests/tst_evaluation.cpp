@@ -485,7 +485,7 @@ void tst_Evaluation::exportWritesTheRunsWeights()
         QVERIFY2(QString::fromUtf8(e.what()).contains(QStringLiteral("no/such/folder/model.pth")), e.what());
     }
     // The same checkpoint as ONNX, saying where it came from and what its outputs are.
-    const trainlab::ExportResult o = trainlab::exportOnnx(run, "", run + "/model.onnx");
+    const trainlab::ExportResult o = trainlab::exportOnnx(run + "/", "", run + "/model.onnx");
     QCOMPARE(o.checkpoint, std::string("checkpoint.pt"));
     const std::string onnx = readAll(run + "/model.onnx");
     QCOMPARE(static_cast<std::int64_t>(onnx.size()), o.bytes);

@@ -266,7 +266,10 @@ ExportResult exportOnnx(const std::string &runDir, const std::string &which, con
     return writeExport(runDir, which, outPath, [&runDir](RunModel &run) {
         OnnxInfo info;
         info.classNames = classNames(run.config);
-        info.source = std::filesystem::path(runDir).lexically_normal().filename().string() + ", "
+        std::filesystem::path folder = std::filesystem::path(runDir).lexically_normal();
+        if (!folder.has_filename())
+            folder = folder.parent_path();   // "runs/x/" names x too
+        info.source = folder.filename().string() + ", "
                       + std::filesystem::path(run.checkpointPath).filename().string() + " (epoch "
                       + std::to_string(run.info.epoch) + ")";
         return onnxModel(*run.model, run.config.model.inChannels, info);
