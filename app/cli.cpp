@@ -26,6 +26,8 @@
 #include "core/util/wordfilter.h"
 #include "trainlab/version.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
@@ -181,12 +183,14 @@ int runsCommand(const trainlab::CliArgs &args)
         return 0;
     }
     if (runs.empty()) {
-        std::printf("no runs in %s\n", dir.c_str());
+        std::printf(args.json ? "[]\n" : "no runs in %s\n", dir.c_str());
         return 0;
     }
     // One row per run; the values --sort orders by are empty where the run has none (they go last).
     struct Row
     {
+        const trainlab::RunSummary *run = nullptr;
+        std::string recipe;
         std::vector<std::string> cells;
         std::string notes;
         std::optional<double> best, toTarget, lr, batch;
@@ -195,6 +199,7 @@ int runsCommand(const trainlab::CliArgs &args)
     std::vector<Row> rows;
     for (const auto &r : runs) {
         Row row;
+        row.run = &r;
         const std::string name = std::filesystem::path(r.dir).filename().string();
         const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
         row.epochs = r.epochsDone;
@@ -229,6 +234,7 @@ int runsCommand(const trainlab::CliArgs &args)
                 lr = trainlab::formatGeneral(config.learningRate, 4);
                 batch = std::to_string(config.batchSize);
                 recipe = trainlab::recipeText(config);
+                row.recipe = recipe;
                 row.lr = config.learningRate;
                 row.batch = static_cast<double>(config.batchSize);
             } catch (const std::exception &) {
@@ -260,7 +266,7 @@ int runsCommand(const trainlab::CliArgs &args)
                                   return !filter.matches(text + row.notes);
                               }),
                rows.end());
-    if (rows.empty()) {
+    if (rows.empty() && !args.json) {
         std::printf("no run of the %zu in %s holds every word of \"%s\"\n", runs.size(), dir.c_str(), args.filter.c_str());
         return 0;
     }
@@ -300,6 +306,23 @@ int runsCommand(const trainlab::CliArgs &args)
             line.pop_back();
         std::printf("%s\n", line.c_str());
     };
+    if (args.json) {
+        // For scripts: the same rows, in the same order, each run's figures as numbers (null where it has none).
+        nlohmann::json list = nlohmann::json::array();
+        const auto orNull = [](const std::optional<double> &v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+        for (const Row &row : rows) {
+            const trainlab::RunSummary &r = *row.run;
+            list.push_back({{"dir", r.dir}, {"name", r.name}, {"status", r.status}, {"error", r.error},
+                            {"epochs_done", r.epochsDone}, {"epochs_planned", r.epochsPlanned}, {"best_test_acc", orNull(row.best)},
+                            {"best_epoch", r.bestEpoch}, {"final_test_acc", r.epochsDone > 0 ? nlohmann::json(r.finalTestAcc) : nlohmann::json()},
+                            {"seconds_to_target", orNull(row.toTarget)}, {"learning_rate", orNull(row.lr)},
+                            {"batch_size", row.batch ? nlohmann::json(static_cast<long long>(*row.batch)) : nlohmann::json()}, {"recipe", row.recipe}, {"start_time", r.startTime},
+                            {"sweep", r.sweep.id}, {"notes", r.notes}});
+        }
+        // Bytes that are not UTF-8 (a hostile name) come out as U+FFFD rather than end the listing.
+        std::printf("%s\n", list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        return 0;
+    }
     printRow({"RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "LR", "BATCH", "RECIPE", "NOTE"});
     for (const Row &row : rows)
         printRow(row.cells);

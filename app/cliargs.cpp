@@ -95,9 +95,10 @@ const char *cliUsage()
            "  resume RUN_DIR [--epochs N]      go on with a stopped, failed or interrupted run from its last\n"
            "                                   checkpoint; --epochs N continues a completed run to N epochs\n"
            "  runs [--runs-dir DIR]            list the runs: status (incl. interrupted), epochs, best acc\n"
-           "       [--sort best|to|lr|batch|epochs|name|status|date] [--filter WORDS]\n"
+           "       [--sort best|to|lr|batch|epochs|name|status|date] [--filter WORDS] [--json]\n"
            "                                   best and epochs highest first, to fastest first, date newest\n"
-           "                                   first (the default); only the rows holding every word\n"
+           "                                   first (the default); only the rows holding every word;\n"
+           "                                   --json: the same rows as a JSON array, for scripts\n"
            "  runs --csv metrics|devices       every run's metrics (with the time split) or devices.csv as one\n"
            "                                   CSV on stdout, each row led by the run's folder and name\n"
            "  evaluate RUN_DIR [--checkpoint best|last] [--json]\n"
@@ -301,12 +302,16 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                     throw std::invalid_argument("--sort: best, to, lr, batch, epochs, name, status or date, got \"" + out.sort + "\"");
                 continue;
             }
+            if (out.command == "runs" && arg == "--json") {
+                out.json = true;
+                continue;
+            }
             if (out.command == "runs" && arg == "--filter") {
                 out.filter = value(arg);
                 continue;
             }
             if (out.command == "runs" && arg != "--runs-dir")
-                throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR, --sort KEY, --filter WORDS and --csv metrics|devices)");
+                throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR, --sort KEY, --filter WORDS, --json and --csv metrics|devices)");
             if (out.command == "validate" || arg.rfind("--", 0) != 0) {
                 if (arg.rfind("--", 0) == 0 || !out.configPath.empty())
                     throw std::invalid_argument("unexpected argument \"" + arg + "\"");
@@ -384,8 +389,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
         if (out.command == "sweep" && !out.resumeSweep.empty()
             && (out.dryRun || out.epochs || out.trainLimit || out.testLimit))
             throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs or limits)");
-        if (out.command == "runs" && !out.csv.empty() && (!out.sort.empty() || !out.filter.empty()))
-            throw std::invalid_argument("runs: --sort and --filter order and narrow the table, not --csv");
+        if (out.command == "runs" && !out.csv.empty() && (!out.sort.empty() || !out.filter.empty() || out.json))
+            throw std::invalid_argument("runs: --sort, --filter and --json order, narrow and format the table, not --csv");
         if (out.command == "lr-find" && out.configPath.empty() == out.preset.empty())
             throw std::invalid_argument("lr-find: give either CONFIG.json or --preset NAME");
         if (out.command == "lr-find" && out.minLr && out.maxLr && *out.maxLr <= *out.minLr)

@@ -14,6 +14,9 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
@@ -188,7 +191,7 @@ void tst_Cli::badUsage_data()
                                    << "--sort: best, to, lr, batch, epochs, name, status or date, got \"accuracy\"";
     QTest::newRow("runs filter without words") << QStringList{"runs", "--filter"} << "--filter: needs a value";
     QTest::newRow("runs sort with csv") << QStringList{"runs", "--csv", "metrics", "--sort", "best"}
-                                        << "runs: --sort and --filter order and narrow the table, not --csv";
+                                        << "runs: --sort, --filter and --json order, narrow and format the table, not --csv";
     QTest::newRow("export bad format") << QStringList{"export", "r", "--format", "tflite", "m.tflite"}
                                        << "--format: pytorch (a state_dict for torch.load) or onnx, got \"tflite\"";
     QTest::newRow("zero lr override") << QStringList{"run", "--preset", "quick-demo", "--lr", "0"} << "learning_rate: must be finite and greater than 0, got 0";
@@ -891,6 +894,22 @@ void tst_Cli::runsSortAndFilter()
     const Outcome none = cli(base + QStringList{QStringLiteral("--filter"), QStringLiteral("bf16 a-slow"), QStringLiteral("--sort"), QStringLiteral("lr")});
     QCOMPARE(none.exitCode, 0);
     QCOMPARE(none.out, QStringLiteral("no run of the 4 in %1 holds every word of \"bf16 a-slow\"\n").arg(runs));
+    // --json: the same rows for a script, numbers as numbers, null where a run has none.
+    const Outcome json = cli(base + QStringList{QStringLiteral("--sort"), QStringLiteral("best"), QStringLiteral("--json")});
+    QCOMPARE(json.exitCode, 0);
+    QJsonParseError parseError;
+    const QJsonArray list = QJsonDocument::fromJson(json.out.toUtf8(), &parseError).array();
+    QVERIFY2(parseError.error == QJsonParseError::NoError, qPrintable(json.out));
+    QCOMPARE(list.size(), 4);
+    QCOMPARE(list[0].toObject()[QStringLiteral("name")].toString(), QStringLiteral("b-fast"));
+    QCOMPARE(list[0].toObject()[QStringLiteral("best_test_acc")].toDouble(), 0.92);
+    QCOMPARE(list[0].toObject()[QStringLiteral("seconds_to_target")].toDouble(), 3.0);
+    QCOMPARE(list[0].toObject()[QStringLiteral("recipe")].toString(), QStringLiteral("bf16"));
+    QVERIFY(json.out.contains(QStringLiteral("\"batch_size\": %1,").arg(trainlab::ExperimentConfig().batchSize)));
+    QVERIFY(list[3].toObject()[QStringLiteral("best_test_acc")].isNull());
+    QCOMPARE(list[3].toObject()[QStringLiteral("status")].toString(), QStringLiteral("failed"));
+    const Outcome noJson = cli(base + QStringList{QStringLiteral("--filter"), QStringLiteral("nothing-like-it"), QStringLiteral("--json")});
+    QCOMPARE(noJson.out, QStringLiteral("[]\n"));
 }
 
 // A person's notes: set, printed, shown in `runs` (their first line) and found by --filter (all of them).
