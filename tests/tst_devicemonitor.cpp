@@ -15,6 +15,24 @@
 
 using trainlab::DeviceReading;
 
+namespace {
+
+// Keeps one core of this process busy for `span`.
+void busyOneCore(std::chrono::milliseconds span)
+{
+    std::atomic<bool> stop{false};
+    std::thread burner([&stop] {
+        volatile double x = 0;
+        while (!stop.load())
+            x = x + 1.0;
+    });
+    std::this_thread::sleep_for(span);
+    stop = true;
+    burner.join();
+}
+
+} // namespace
+
 // Issue 23: the device monitor against a scripted NVML, without one, and the CPU row against /proc.
 class tst_DeviceMonitor : public QObject
 {
@@ -123,15 +141,7 @@ void tst_DeviceMonitor::cpuRowAgainstProc()
     QVERIFY(first.utilization);
     QVERIFY2(*first.utilization >= 0.0 && *first.utilization <= 100.0 * 1.05, std::to_string(*first.utilization).c_str());
     // One core kept busy for 400 ms: this process's CPU share of all cores is about 100 / cores.
-    std::atomic<bool> stop{false};
-    std::thread burner([&stop] {
-        volatile double x = 0;
-        while (!stop.load())
-            x = x + 1.0;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    stop = true;
-    burner.join();
+    busyOneCore(std::chrono::milliseconds(400));
     const DeviceReading r = cpu.read();
     const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
     QVERIFY(r.utilization);
@@ -153,15 +163,7 @@ void tst_DeviceMonitor::cpuRowAgainstProc()
 
 void tst_DeviceMonitor::cpuCountsFromConstruction()
 {
-    std::atomic<bool> stop{false};
-    std::thread burner([&stop] {
-        volatile double x = 0;
-        while (!stop.load())
-            x = x + 1.0;
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    stop = true;
-    burner.join();
+    busyOneCore(std::chrono::milliseconds(300));
     // Both made after the busy spell, then 300 ms idle: only the process-start one counts the spell.
     trainlab::CpuMonitor fromStart(trainlab::CpuSince::ProcessStart);
     trainlab::CpuMonitor fromNow(trainlab::CpuSince::Construction);
