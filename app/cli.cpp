@@ -337,8 +337,13 @@ int compareCommand(const trainlab::CliArgs &args)
         for (std::size_t i = 0; i < entries.size(); ++i)
             std::printf("%zu  %s\n", i + 1, entries[i].runDir.c_str());
         const trainlab::SweepTable table = trainlab::sweepTable(entries);
-        if (table.axes.empty())
-            std::printf("(no sweep setting differs between these runs)\n");
+        std::string others;
+        for (const std::string &key : trainlab::otherDifferences(entries))
+            others += (others.empty() ? "" : ", ") + key;
+        if (!others.empty())
+            std::printf("they also differ in: %s\n", others.c_str());
+        else if (table.axes.empty())
+            std::printf("(their configurations are the same but for the name)\n");
         std::printf("\n%s", trainlab::formatSweepTable(table).c_str());
         return 0;
     } catch (const std::exception &e) {

@@ -494,6 +494,38 @@ std::vector<std::string> presetNames()
     return names;
 }
 
+namespace {
+
+void collectDifferences(const nlohmann::json &a, const nlohmann::json &b, const std::string &prefix,
+                        std::vector<std::string> &out)
+{
+    if (a.is_object() && b.is_object()) {
+        for (auto it = a.begin(); it != a.end(); ++it) {
+            const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+            if (!b.contains(it.key()))
+                out.push_back(key);
+            else
+                collectDifferences(it.value(), b.at(it.key()), key, out);
+        }
+        for (auto it = b.begin(); it != b.end(); ++it) {
+            if (!a.contains(it.key()))
+                out.push_back(prefix.empty() ? it.key() : prefix + "." + it.key());
+        }
+        return;
+    }
+    if (a != b)
+        out.push_back(prefix.empty() ? "(whole configuration)" : prefix);
+}
+
+} // namespace
+
+std::vector<std::string> configDifferences(const std::string &a, const std::string &b)
+{
+    std::vector<std::string> out;
+    collectDifferences(nlohmann::json::parse(a), nlohmann::json::parse(b), "", out);
+    return out;
+}
+
 ExperimentConfig loadPreset(const std::string &name)
 {
     const auto names = presetNames();

@@ -168,6 +168,9 @@ struct ExperimentConfig
     bool operator!=(const ExperimentConfig &other) const { return !(*this == other); }
 };
 
+// Names every key (as a dotted path) whose value differs between two configurations' JSON texts; empty when equal.
+std::vector<std::string> configDifferences(const std::string &a, const std::string &b);
+
 // Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, fmnist-fast, quick-demo).
 ExperimentConfig loadPreset(const std::string &name);
 std::vector<std::string> presetNames();

@@ -916,7 +916,7 @@ void tst_Cli::runsSortAndFilter()
 void tst_Cli::runNotes()
 {
 #ifdef TRAINLAB_SANITIZED
-    QSKIP("ten process starts; the notes' files are read and written under ASan in tst_hostile runNotesStayInTheirFolder");
+    QSKIP("a dozen process starts; the notes' files are read and written under ASan in tst_hostile runNotesStayInTheirFolder");
 #endif
     const QString runs = m_dir.filePath(QStringLiteral("noted-runs"));
     recordRun(runs, "plain", "fp32", {0.5}, 1.0);
@@ -948,6 +948,17 @@ void tst_Cli::runNotes()
     QCOMPARE(cli({QStringLiteral("notes"), run}).out, QStringLiteral("from a pipe\n"));
     QVERIFY(cli({QStringLiteral("notes"), run, QString()}).out.contains(QStringLiteral("no notes")));
     QVERIFY(!QFileInfo::exists(run + QStringLiteral("/notes.txt")));
+    // compare: the two runs' table (no axis: the same recipe but for the name), each row's folder first.
+    const QString plain = runs + QLatin1Char('/') + QDir(runs).entryList({QStringLiteral("*-plain")}, QDir::Dirs).value(0);
+    const Outcome compared = cli({QStringLiteral("compare"), plain, run});
+    QVERIFY2(compared.exitCode == 0, qPrintable(compared.err));
+    QVERIFY2(compared.out.startsWith(QStringLiteral("1  %1\n2  %2\n(their configurations are the same but for the name)\n")
+                                         .arg(plain, run)),
+             qPrintable(compared.out));
+    QVERIFY2(compared.out.contains(QRegularExpression(QStringLiteral("\n2 +completed +0\\.600 "))), qPrintable(compared.out));
+    const Outcome unreadable = cli({QStringLiteral("compare"), plain, runs});
+    QCOMPARE(unreadable.exitCode, 1);
+    QVERIFY2(unreadable.err.contains(QStringLiteral("summary.json")), qPrintable(unreadable.err));
     const Outcome nowhere = cli({QStringLiteral("notes"), runs, QStringLiteral("x")});
     QCOMPARE(nowhere.exitCode, 1);
     QVERIFY2(nowhere.err.contains(QStringLiteral("not a run folder (no summary.json)")), qPrintable(nowhere.err));

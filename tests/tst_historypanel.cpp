@@ -481,6 +481,8 @@ void tst_HistoryPanel::compareSelectedRuns()
     trainlab::CompareView view;
     QVERIFY(view.loadRuns(dirs));
     QCOMPARE(view.axes(), QStringList{"precision"});
+    QCOMPARE(view.findChild<QLabel *>(QStringLiteral("sweepTitle"))->text(),
+             QStringLiteral("2 selected runs, by what differs between them"));
     QCOMPARE(view.table()->rowCount(), 2);
     QCOMPARE(view.table()->horizontalHeaderItem(1)->text(), QStringLiteral("run"));
     QCOMPARE(view.table()->item(0, 1)->text(), QFileInfo(dirs.first()).fileName());

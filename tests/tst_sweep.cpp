@@ -1,5 +1,6 @@
 #include "core/runs/report.h"
 #include "core/sweeps/sweep.h"
+#include "core/sweeps/sweepreport.h"
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,7 @@ private Q_SLOTS:
     void zipPairsTheValues();
     void scalesTheLearningRateWithTheBatch();
     void recipeAxesReachTheConfig();
+    void otherDifferencesBeyondTheAxes();
     void augmentationDescriptionsReadBack_data();
     void augmentationDescriptionsReadBack();
     void badAxesAreNamed_data();
@@ -180,6 +182,26 @@ void tst_Sweep::recipeAxesReachTheConfig()
     const SweepConfig back = SweepConfig::fromJson(s.toJson());
     QCOMPARE(back.toJson(), s.toJson());
     QCOMPARE(trainlab::planSweep(back)[1].config, runs[1].config);
+}
+
+// Runs compared by hand: what differs beyond any sweep axis is named by its key; the axes and the name are not.
+void tst_Sweep::otherDifferencesBeyondTheAxes()
+{
+    std::vector<trainlab::QueueEntry> entries(3);
+    entries[0].config.name = "a";
+    entries[1].config.name = "b";
+    entries[1].config.learningRate = 0.5;
+    entries[1].config.augmentation.flip = true;
+    entries[1].config.dataset.trainLimit = 512;
+    entries[2].config.schedule.kind = "cosine";
+    entries[2].config.speed.channelsLast = "on";
+    entries[2].config.dataset.trainLimit = 512;
+    QCOMPARE(trainlab::otherDifferences(entries), (std::vector<std::string>{"dataset.train_limit", "speed.channels_last"}));
+    entries.pop_back();
+    entries[1].config.dataset.trainLimit = entries[0].config.dataset.trainLimit;
+    QVERIFY(trainlab::otherDifferences(entries).empty());
+    QCOMPARE(trainlab::axisValue(entries[1].config, "augmentation"), std::string("flip"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, trainlab::axisValue(entries[1].config, "name"));
 }
 
 void tst_Sweep::augmentationDescriptionsReadBack_data()

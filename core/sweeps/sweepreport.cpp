@@ -299,6 +299,26 @@ std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs)
     return entries;
 }
 
+std::vector<std::string> otherDifferences(const std::vector<QueueEntry> &entries)
+{
+    // Each axis's key in config.json; the run's name differs by design.
+    static const std::vector<std::string> covered = {"name", "learning_rate", "batch_size", "devices", "epochs", "seed",
+                                                     "precision", "momentum", "weight_decay", "label_smoothing",
+                                                     "grad_clip_norm", "ema_decay", "schedule.kind", "schedule.warmup_epochs",
+                                                     "augmentation", "model.init"};
+    std::vector<std::string> out;
+    for (std::size_t i = 1; i < entries.size(); ++i) {
+        for (const std::string &key : configDifferences(entries.front().config.toJson(), entries[i].config.toJson())) {
+            const bool axis = std::any_of(covered.begin(), covered.end(), [&key](const std::string &c) {
+                return key == c || key.rfind(c + ".", 0) == 0;
+            });
+            if (!axis && std::find(out.begin(), out.end(), key) == out.end())
+                out.push_back(key);
+        }
+    }
+    return out;
+}
+
 std::vector<std::string> listSweepIds(const std::string &runsDir)
 {
     std::vector<std::string> ids;

@@ -51,6 +51,9 @@ std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::
 // when they agree), the id kSelectedRuns. Throws naming the run folder whose record cannot be read.
 constexpr const char *kSelectedRuns = "selected runs";
 std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs);
+// The configuration keys (dotted paths) in which these runs differ beyond any sweep axis: "dataset.train_limit",
+// "speed.channels_last"; empty when the axes say it all.
+std::vector<std::string> otherDifferences(const std::vector<QueueEntry> &entries);
 // The sweep ids found in runsDir's run folders, newest first.
 std::vector<std::string> listSweepIds(const std::string &runsDir);
 

@@ -57,26 +57,6 @@ std::vector<EpochMetrics> metricsRows(const torch::Tensor &t)
     return rows;
 }
 
-void collectDifferences(const json &a, const json &b, const std::string &prefix, std::vector<std::string> &out)
-{
-    if (a.is_object() && b.is_object()) {
-        for (auto it = a.begin(); it != a.end(); ++it) {
-            const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-            if (!b.contains(it.key()))
-                out.push_back(key);
-            else
-                collectDifferences(it.value(), b.at(it.key()), key, out);
-        }
-        for (auto it = b.begin(); it != b.end(); ++it) {
-            if (!a.contains(it.key()))
-                out.push_back(prefix.empty() ? it.key() : prefix + "." + it.key());
-        }
-        return;
-    }
-    if (a != b)
-        out.push_back(prefix.empty() ? "(whole configuration)" : prefix);
-}
-
 CheckpointInfo readInfo(torch::serialize::InputArchive &archive)
 {
     CheckpointInfo info;
@@ -153,12 +133,6 @@ std::string currentBoundConfig(const std::string &checkpointConfig)
     }
 }
 
-std::vector<std::string> configDifferences(const std::string &a, const std::string &b)
-{
-    std::vector<std::string> out;
-    collectDifferences(json::parse(a), json::parse(b), "", out);
-    return out;
-}
 
 std::string serializeCheckpoint(torch::nn::Module &model, torch::optim::Optimizer &optimizer, const CheckpointInfo &info,
                                 torch::nn::Module *ema)

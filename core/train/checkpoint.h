@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/config.h"
 #include "core/train/observer.h"
 
 #include <torch/nn/module.h>
@@ -31,8 +32,6 @@ std::string checkpointConfigJson(const std::string &configJson);
 // checkpoint no different.
 std::string currentBoundConfig(const std::string &checkpointConfig);
 std::string fnv1aHex(const std::string &data);
-// Names every key (as a dotted path) whose value differs between two such JSON texts; empty when equal.
-std::vector<std::string> configDifferences(const std::string &a, const std::string &b);
 
 // Serialised in memory, so a full disk surfaces as an error from writeFileAtomic rather than as an
 // exception thrown from PyTorchStreamWriter's destructor (which terminates the process).
