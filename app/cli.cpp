@@ -186,74 +186,78 @@ int runsCommand(const trainlab::CliArgs &args)
         std::printf(args.json ? "[]\n" : "no runs in %s\n", dir.c_str());
         return 0;
     }
-    // One row per run; the values --sort orders by are empty where the run has none (they go last).
+    // One row per run: its figures typed (empty where the run has none; --sort puts those last), formatted last.
     struct Row
     {
         const trainlab::RunSummary *run = nullptr;
-        std::string recipe;
-        std::vector<std::string> cells;
-        std::string notes;
-        std::optional<double> best, toTarget, lr, batch;
-        int epochs = 0;
+        std::string statusNote;   // why it is where it is, and how to go on
+        std::optional<double> best, lr;
+        std::optional<long long> batch;
+        std::optional<trainlab::TargetReached> reached;   // the first epoch at kDefaultTargetAccuracy
+        std::optional<std::string> recipe;
+
+        std::string name() const { return std::filesystem::path(run->dir).filename().string(); }
+        // The table's cells; the NOTE cell adds the first line of the person's notes to the status note.
+        std::vector<std::string> cells() const
+        {
+            const auto fixed = [](const std::optional<double> &v) {
+                char text[32] = "-";
+                if (v)
+                    std::snprintf(text, sizeof text, "%.4f", *v);
+                return std::string(text);
+            };
+            std::string note = statusNote;
+            if (!run->notes.empty()) {
+                std::string first = run->notes.substr(0, run->notes.find('\n'));
+                if (first.size() > 60) {
+                    std::size_t end = 59;
+                    while (end > 0 && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80)
+                        --end;   // never inside a UTF-8 character
+                    first = first.substr(0, end) + "…";
+                }
+                note += (note.empty() ? "" : " · ") + first;
+            }
+            return {name(),
+                    run->status,
+                    std::to_string(run->epochsDone) + "/" + std::to_string(run->epochsPlanned),
+                    fixed(best),
+                    trainlab::formatTimeToTarget(reached),
+                    lr ? trainlab::formatGeneral(*lr, 4) : "-",
+                    batch ? std::to_string(*batch) : "-",
+                    recipe.value_or("-"),
+                    note};
+        }
     };
     std::vector<Row> rows;
     for (const auto &r : runs) {
         Row row;
         row.run = &r;
-        const std::string name = std::filesystem::path(r.dir).filename().string();
-        const std::string epochs = std::to_string(r.epochsDone) + "/" + std::to_string(r.epochsPlanned);
-        row.epochs = r.epochsDone;
-        std::string note;
         if (r.status == "unreadable")
-            note = r.error;
+            row.statusNote = r.error;
         else if (r.status == "interrupted")
-            note = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
+            row.statusNote = "last ran as pid " + std::to_string(r.pid) + " on " + r.host + "; trainlab-cli resume to go on";
         else if (r.canResume())
-            note = "trainlab-cli resume to go on";
-        char best[32] = "-";
-        if (r.epochsDone > 0) {
-            std::snprintf(best, sizeof best, "%.4f", r.bestTestAcc);
+            row.statusNote = "trainlab-cli resume to go on";
+        if (r.epochsDone > 0)
             row.best = r.bestTestAcc;
-        }
-        std::string toTarget = "-";
         if (r.epochsDone > 0 && r.status != "unreadable") {
             try {
-                const auto reached = trainlab::timeToTarget(trainlab::readMetrics(r.dir), trainlab::kDefaultTargetAccuracy);
-                toTarget = trainlab::formatTimeToTarget(reached);
-                if (reached)
-                    row.toTarget = reached->seconds;
+                row.reached = trainlab::timeToTarget(trainlab::readMetrics(r.dir), trainlab::kDefaultTargetAccuracy);
             } catch (const std::exception &) {
                 // metrics.csv unreadable: the run's own line says enough
             }
         }
-        // What was trained, from the run's own config.json ("-" where it cannot be read).
-        std::string lr = "-", batch = "-", recipe = "-";
+        // What was trained, from the run's own config.json.
         if (r.status != "unreadable") {
             try {
                 const auto config = trainlab::ExperimentConfig::load(r.dir + "/config.json");
-                lr = trainlab::formatGeneral(config.learningRate, 4);
-                batch = std::to_string(config.batchSize);
-                recipe = trainlab::recipeText(config);
-                row.recipe = recipe;
                 row.lr = config.learningRate;
-                row.batch = static_cast<double>(config.batchSize);
+                row.batch = config.batchSize;
+                row.recipe = trainlab::recipeText(config);
             } catch (const std::exception &) {
                 // History and resume name the problem; the table stays readable
             }
         }
-        // The person's notes after the status note: their first line here, all of them for --filter.
-        if (!r.notes.empty()) {
-            std::string first = r.notes.substr(0, r.notes.find('\n'));
-            if (first.size() > 60) {
-                std::size_t end = 59;
-                while (end > 0 && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80)
-                    --end;   // never inside a UTF-8 character
-                first = first.substr(0, end) + "…";
-            }
-            note += (note.empty() ? "" : " · ") + first;
-        }
-        row.notes = r.notes;
-        row.cells = {name, r.status, epochs, best, toTarget, lr, batch, recipe, note};
         rows.push_back(std::move(row));
     }
     // --filter: every word somewhere in the row, in any case (as the window's History filter).
@@ -261,9 +265,9 @@ int runsCommand(const trainlab::CliArgs &args)
     rows.erase(std::remove_if(rows.begin(), rows.end(),
                               [&](const Row &row) {
                                   std::string text;
-                                  for (const std::string &cell : row.cells)
+                                  for (const std::string &cell : row.cells())
                                       text += cell + '\n';
-                                  return !filter.matches(text + row.notes);
+                                  return !filter.matches(text + row.run->notes);
                               }),
                rows.end());
     if (rows.empty() && !args.json) {
@@ -274,10 +278,10 @@ int runsCommand(const trainlab::CliArgs &args)
     using Value = std::optional<double>;
     static const std::map<std::string, std::pair<Value (*)(const Row &), bool>> numeric = {
         {"best", {[](const Row &r) { return r.best; }, true}},
-        {"epochs", {[](const Row &r) { return Value(r.epochs); }, true}},
-        {"to", {[](const Row &r) { return r.toTarget; }, false}},
+        {"epochs", {[](const Row &r) { return Value(r.run->epochsDone); }, true}},
+        {"to", {[](const Row &r) { return r.reached ? Value(r.reached->seconds) : Value(); }, false}},
         {"lr", {[](const Row &r) { return r.lr; }, false}},
-        {"batch", {[](const Row &r) { return r.batch; }, false}},
+        {"batch", {[](const Row &r) { return r.batch ? Value(static_cast<double>(*r.batch)) : Value(); }, false}},
     };
     if (const auto key = numeric.find(args.sort); key != numeric.end()) {
         const auto value = key->second.first;
@@ -289,8 +293,9 @@ int runsCommand(const trainlab::CliArgs &args)
             return highestFirst ? *va > *vb : *va < *vb;
         });
     } else if (args.sort == "name" || args.sort == "status") {
-        std::stable_sort(rows.begin(), rows.end(), [column = args.sort == "name" ? 0 : 1](const Row &a, const Row &b) {
-            return a.cells[column] < b.cells[column];
+        const bool byName = args.sort == "name";
+        std::stable_sort(rows.begin(), rows.end(), [byName](const Row &a, const Row &b) {
+            return byName ? a.name() < b.name() : a.run->status < b.run->status;
         });
     }
     // Padded columns; a row without a note ends at its recipe, not in blanks.
@@ -309,15 +314,15 @@ int runsCommand(const trainlab::CliArgs &args)
     if (args.json) {
         // For scripts: the same rows, in the same order, each run's figures as numbers (null where it has none).
         nlohmann::json list = nlohmann::json::array();
-        const auto orNull = [](const std::optional<double> &v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+        const auto orNull = [](const auto &v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
         for (const Row &row : rows) {
             const trainlab::RunSummary &r = *row.run;
             list.push_back({{"dir", r.dir}, {"name", r.name}, {"status", r.status}, {"error", r.error},
                             {"epochs_done", r.epochsDone}, {"epochs_planned", r.epochsPlanned}, {"best_test_acc", orNull(row.best)},
                             {"best_epoch", r.bestEpoch}, {"final_test_acc", r.epochsDone > 0 ? nlohmann::json(r.finalTestAcc) : nlohmann::json()},
-                            {"seconds_to_target", orNull(row.toTarget)}, {"learning_rate", orNull(row.lr)},
-                            {"batch_size", row.batch ? nlohmann::json(static_cast<long long>(*row.batch)) : nlohmann::json()}, {"recipe", row.recipe}, {"start_time", r.startTime},
-                            {"sweep", r.sweep.id}, {"notes", r.notes}});
+                            {"seconds_to_target", row.reached ? nlohmann::json(row.reached->seconds) : nlohmann::json()},
+                            {"learning_rate", orNull(row.lr)}, {"batch_size", orNull(row.batch)}, {"recipe", orNull(row.recipe)},
+                            {"start_time", r.startTime}, {"sweep", r.sweep.id}, {"notes", r.notes}});
         }
         // Bytes that are not UTF-8 (a hostile name) come out as U+FFFD rather than end the listing.
         std::printf("%s\n", list.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -325,7 +330,7 @@ int runsCommand(const trainlab::CliArgs &args)
     }
     printRow({"RUN", "STATUS", "EPOCHS", "BEST", "TO 0.90", "LR", "BATCH", "RECIPE", "NOTE"});
     for (const Row &row : rows)
-        printRow(row.cells);
+        printRow(row.cells());
     return 0;
 }
 
@@ -358,8 +363,7 @@ int notesCommand(const trainlab::CliArgs &args)
     const std::string &dir = args.configPath;
     try {
         if (!args.notes) {
-            if (!std::filesystem::exists(dir + "/summary.json"))
-                throw std::runtime_error(dir + ": not a run folder (no summary.json)");
+            trainlab::requireRunFolder(dir);
             if (const std::string notes = trainlab::readRunNotes(dir); !notes.empty())
                 std::printf("%s\n", notes.c_str());
             return 0;

@@ -962,6 +962,11 @@ void tst_Cli::runNotes()
     const Outcome nowhere = cli({QStringLiteral("notes"), runs, QStringLiteral("x")});
     QCOMPARE(nowhere.exitCode, 1);
     QVERIFY2(nowhere.err.contains(QStringLiteral("not a run folder (no summary.json)")), qPrintable(nowhere.err));
+    // A run folder that is a link: its notes are neither printed nor written through it.
+    QVERIFY(QFile::link(run, runs + QStringLiteral("/linked")));
+    const Outcome linked = cli({QStringLiteral("notes"), runs + QStringLiteral("/linked")});
+    QCOMPARE(linked.exitCode, 1);
+    QVERIFY2(linked.err.contains(QStringLiteral("a symbolic link, not a run folder")), qPrintable(linked.err));
 }
 
 // Every command the parser takes has its line in --help.

@@ -458,7 +458,9 @@ void tst_Hostile::runNotesStayInTheirFolder()
     }
     // A run folder that is a link, and a folder that is no run, get no notes.
     fs::create_symlink(dir, m_runs + "/linked");
+    trainlab::requireRunFolder(dir);
     for (const std::string &target : {m_runs + "/linked", m_runs}) {
+        QVERIFY_THROWS_EXCEPTION(std::runtime_error, trainlab::requireRunFolder(target));
         try {
             trainlab::writeRunNotes(target, "x");
             QFAIL(("notes written into " + target).c_str());

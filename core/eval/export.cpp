@@ -15,6 +15,7 @@
 #include <functional>
 #include <regex>
 #include <stdexcept>
+#include <variant>
 
 namespace trainlab {
 
@@ -151,13 +152,20 @@ public:
     {
         const std::int64_t kh = conv.weight.size(2), kw = conv.weight.size(3);
         const auto stride = *conv.options.stride();
-        // makeResNet18's convolutions all pad (k - 1) / 2 on each side; the test runs the graph against the module.
+        // c10::variant on LibTorch 1.13, std::variant on 2.x: the unqualified call finds either's get_if.
+        using std::get_if;
+        const auto *padding = get_if<torch::ExpandingArray<2>>(&conv.options.padding());
+        const auto dilation = *conv.options.dilation();
+        if (!padding || conv.options.groups() != 1 || dilation[0] != 1 || dilation[1] != 1 ||
+            !get_if<torch::enumtype::kZeros>(&conv.options.padding_mode()))
+            throw std::invalid_argument("ONNX export: " + path + " pads, groups or dilates in a way this export does not write");
+        const std::int64_t ph = (**padding)[0], pw = (**padding)[1];
         std::vector<std::string> inputs{x, initializer(path + ".weight", conv.weight)};
         if (conv.bias.defined())
             inputs.push_back(initializer(path + ".bias", conv.bias));
         return add("Conv", inputs, path,
                    {intsAttribute("kernel_shape", {kh, kw}), intsAttribute("strides", {stride[0], stride[1]}),
-                    intsAttribute("pads", {(kh - 1) / 2, (kw - 1) / 2, (kh - 1) / 2, (kw - 1) / 2})});
+                    intsAttribute("pads", {ph, pw, ph, pw})});
     }
 
     std::string batchNorm(const std::string &path, torch::nn::BatchNorm2dImpl &bn, const std::string &x)

@@ -142,6 +142,17 @@ void deleteRun(const std::string &runDir)
         throw std::runtime_error(error);
 }
 
+void requireRunFolder(const std::string &dir)
+{
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0)
+        throw std::runtime_error(dir + ": cannot be read: " + std::strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        throw std::runtime_error(dir + ": a symbolic link, not a run folder; TrainLab does not follow it");
+    if (!S_ISDIR(st.st_mode) || ::lstat((dir + "/summary.json").c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw std::runtime_error(dir + ": not a run folder (no summary.json)");
+}
+
 void checkRunNotes(const std::string &notes)
 {
     if (const std::string problem = notesProblem(notes); !problem.empty())
@@ -163,13 +174,7 @@ std::string readRunNotes(const std::string &runDir)
 void writeRunNotes(const std::string &runDir, const std::string &notes)
 {
     checkRunNotes(notes);
-    struct stat st {};
-    if (::lstat(runDir.c_str(), &st) != 0)
-        throw std::runtime_error(runDir + ": cannot be read: " + std::strerror(errno));
-    if (S_ISLNK(st.st_mode))
-        throw std::runtime_error(runDir + ": a symbolic link, not a run folder; no notes are written through it");
-    if (!S_ISDIR(st.st_mode) || ::lstat((runDir + "/summary.json").c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw std::runtime_error(runDir + ": not a run folder (no summary.json)");
+    requireRunFolder(runDir);
     const std::string path = runDir + "/notes.txt";
     const std::string text = trimmedNotes(notes);
     if (!text.empty()) {

@@ -23,6 +23,10 @@ std::uint64_t deleteCheckpoints(const std::string &runDir);
 // the run; a run folder that is a symbolic link loses only the link, and no link inside is ever followed.
 void deleteRun(const std::string &runDir);
 
+// Throws runtime_error naming the folder unless it is a run folder: a directory, not a symbolic link, holding a
+// regular summary.json.
+void requireRunFolder(const std::string &dir);
+
 // A person's notes on a run (what it tried, what it showed), in the run folder's notes.txt. TrainLab never writes
 // them on its own, so they can be edited while the run trains, and no run file depends on them.
 constexpr std::size_t kMaxRunNotesBytes = 16 * 1024;
@@ -31,7 +35,7 @@ std::string readRunNotes(const std::string &runDir);
 // Checks notes as writeRunNotes would take them; throws invalid_argument beginning "notes: " with what is wrong.
 void checkRunNotes(const std::string &notes);
 // Replaces the run's notes atomically (trailing white space dropped); blank notes remove notes.txt. Refused
-// (runtime_error naming the folder) for a folder that is a symbolic link or holds no summary.json.
+// (runtime_error naming the folder) where requireRunFolder refuses it.
 void writeRunNotes(const std::string &runDir, const std::string &notes);
 
 // An exclusive lock on a folder (a sweep's) while the object lives, so two processes never run it at once.

@@ -283,13 +283,13 @@ std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs)
     }
     // The axes: the settings a sweep could vary that differ between these runs.
     for (const std::string &axis : sweepAxisNames()) {
-        std::set<std::string> seen;
+        std::vector<std::string> values;
         for (const QueueEntry &e : entries)
-            seen.insert(axisValue(e.config, axis));
-        if (seen.size() < 2)
+            values.push_back(axisValue(e.config, axis));
+        if (std::set<std::string>(values.begin(), values.end()).size() < 2)
             continue;
-        for (QueueEntry &e : entries)
-            e.tag.values.emplace_back(axis, axisValue(e.config, axis));
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            entries[i].tag.values.emplace_back(axis, values[i]);
     }
     for (std::size_t i = 0; i < entries.size(); ++i) {
         entries[i].tag.id = kSelectedRuns;
