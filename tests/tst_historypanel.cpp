@@ -9,6 +9,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
@@ -47,6 +48,7 @@ private Q_SLOTS:
     void sortsNumbersAsNumbers();
     void notesEditedShownAndFound();
     void compareSelectedRuns();
+    void columnsShownMovedAndKept();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -408,7 +410,7 @@ void tst_HistoryPanel::sortsNumbersAsNumbers()
     QCOMPARE(shownNames(panel), (QStringList{"r3-middle", "r2-fast", "r1-slow", "r0-none"}));
 }
 
-QTEST_MAIN(tst_HistoryPanel)
+
 // Edit Notes: the dialog's text lands in notes.txt, the column shows its first line, the tooltip and filter all of it.
 void tst_HistoryPanel::notesEditedShownAndFound()
 {
@@ -492,4 +494,48 @@ void tst_HistoryPanel::compareSelectedRuns()
     QVERIFY2(error.contains(QStringLiteral("/gone/summary.json")), qPrintable(error));
 }
 
+// History > Columns hides and shows columns (never Name); their order and what is hidden make a layout the window
+// keeps, which a later version with other columns still reads.
+void tst_HistoryPanel::columnsShownMovedAndKept()
+{
+    fakeRun(QStringLiteral("one"), {0.5});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    QMenu menu;
+    panel.addActions(&menu, {});
+    panel.setRunsDir(m_runsDir);
+    QVERIFY(menu.actions().contains(panel.columnsMenu()->menuAction()));
+    Q_EMIT panel.columnsMenu()->aboutToShow();
+    const auto action = [&panel](const QString &text) {
+        for (QAction *a : panel.columnsMenu()->actions()) {
+            if (a->text() == text)
+                return a;
+        }
+        return static_cast<QAction *>(nullptr);
+    };
+    QVERIFY(action(QStringLiteral("Name")) && !action(QStringLiteral("Name"))->isEnabled());
+    QAction *date = action(QStringLiteral("Date"));
+    QVERIFY(date && date->isChecked());
+    date->trigger();
+    QVERIFY(panel.table()->isColumnHidden(RunHistoryModel::Date));
+    QHeaderView *header = panel.table()->horizontalHeader();
+    header->moveSection(header->visualIndex(RunHistoryModel::Notes), 1);
+    const QStringList layout = panel.columnLayout();
+    QCOMPARE(layout.mid(0, 4), QStringList({"name", "notes", "-date", "devices"}));
+    QCOMPARE(layout.size(), int(RunHistoryModel::ColumnCount));
+    HistoryPanel again(&chart);
+    again.setColumnLayout(QStringList{"a_later_column"} + layout + QStringList{"-name"});
+    QCOMPARE(again.columnLayout(), layout);
+    Q_EMIT again.columnsMenu()->aboutToShow();
+    for (QAction *a : again.columnsMenu()->actions()) {
+        if (a->text() == QStringLiteral("Date"))
+            QVERIFY(!a->isChecked());
+    }
+    // Reset Columns: the model's order, every column shown.
+    again.columnsMenu()->actions().constLast()->trigger();
+    QCOMPARE(again.columnLayout().mid(0, 3), QStringList({"name", "date", "devices"}));
+    QVERIFY(!again.table()->isColumnHidden(RunHistoryModel::Date));
+}
+
+QTEST_MAIN(tst_HistoryPanel)
 #include "tst_historypanel.moc"

@@ -763,6 +763,9 @@ void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
         window.form()->setAdvancedOpen(true);
         QCOMPARE(window.history()->horizontalHeader()->sortIndicatorSection(), -1);
         window.history()->sortByColumn(trainlab::RunHistoryModel::BestAcc, Qt::DescendingOrder);
+        window.history()->setColumnHidden(trainlab::RunHistoryModel::Devices, true);
+        QHeaderView *header = window.history()->horizontalHeader();
+        header->moveSection(header->visualIndex(trainlab::RunHistoryModel::Notes), 1);
         QVERIFY(window.close());
     }
     {
@@ -770,6 +773,8 @@ void tst_MainWindow::settingsRememberRecentFilesAndRunsFolder()
         QVERIFY(window.form()->advancedOpen());   // the form's Advanced section opens as it was left
         QCOMPARE(window.history()->horizontalHeader()->sortIndicatorSection(), int(trainlab::RunHistoryModel::BestAcc));
         QCOMPARE(window.history()->horizontalHeader()->sortIndicatorOrder(), Qt::DescendingOrder);
+        QVERIFY(window.history()->isColumnHidden(trainlab::RunHistoryModel::Devices));   // the columns as they were left
+        QCOMPARE(window.history()->horizontalHeader()->visualIndex(trainlab::RunHistoryModel::Notes), 1);
         QCOMPARE(window.runsDir(), chosen);
         QCOMPARE(window.historyModel()->runsDir(), chosen);
         bool listed = false;

@@ -22,6 +22,8 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QSet>
+#include <QSignalBlocker>
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
@@ -51,10 +53,28 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     m_table->setWordWrap(false);   // one line per run: long notes are cut at the column's edge, whole in the tooltip
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->horizontalHeader()->setSectionsMovable(true);
+    m_table->horizontalHeader()->setContextMenuPolicy(Qt::CustomContextMenu);
+    m_columnsMenu = new QMenu(tr("Co&lumns"), this);
+    m_columnsMenu->setObjectName(QStringLiteral("historyColumnsMenu"));
+    for (int column = 0; column < RunHistoryModel::ColumnCount; ++column) {
+        QAction *action = m_columnsMenu->addAction(QString());
+        action->setCheckable(true);
+        action->setChecked(true);
+        action->setEnabled(column != RunHistoryModel::Name);   // a row always says which run it is
+        connect(action, &QAction::toggled, m_table, [this, column](bool shown) { m_table->setColumnHidden(column, !shown); });
+        m_columnActions << action;
+    }
+    m_columnsMenu->addSeparator();
+    m_columnsMenu->addAction(tr("&Reset Columns"), this, [this] { setColumnLayout({}); });
+    connect(m_columnsMenu, &QMenu::aboutToShow, this, &HistoryPanel::updateColumnsMenu);
+    connect(m_table->horizontalHeader(), &QHeaderView::customContextMenuRequested, this, [this](const QPoint &pos) {
+        m_columnsMenu->popup(m_table->horizontalHeader()->viewport()->mapToGlobal(pos));
+    });
     m_table->setContextMenuPolicy(Qt::ActionsContextMenu);
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &HistoryPanel::onSelection);
     connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::onSelection);
-    connect(m_model, &QAbstractItemModel::modelReset, m_table, &QTableView::resizeColumnsToContents);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::fitColumns);
     connect(m_table, &QTableView::doubleClicked, this, &HistoryPanel::useSelectedConfig);
     m_filterEdit->setObjectName(QStringLiteral("historyFilter"));
     m_filterEdit->setPlaceholderText(tr("Filter runs: words in any column, e.g. bf16 failed"));
@@ -125,9 +145,61 @@ void HistoryPanel::addActions(QMenu *history, const QList<QAction *> &leading)
     m_exportCsv = history->addAction(tr("Export &Metrics of Selected Runs…"), this, [this] { exportDialog(false); });
     m_exportDevices = history->addAction(tr("Export De&vices of Selected Runs…"), this, [this] { exportDialog(true); });
     m_refresh = history->addAction(tr("&Refresh"), QKeySequence::Refresh, this, &HistoryPanel::refresh);
+    history->addMenu(m_columnsMenu);
     m_table->addActions(leading);
     m_table->addActions({m_useConfig, m_openFolder, m_editNotes, m_compare, m_delete, m_deleteCheckpoints, m_exportCsv, m_exportDevices});
     updateActions();
+}
+
+void HistoryPanel::fitColumns()
+{
+    m_table->resizeColumnsToContents();
+    // Notes moved away from the end would take the table's width; their whole text is in the tooltip.
+    constexpr int kNotesWidth = 320;
+    if (m_table->columnWidth(RunHistoryModel::Notes) > kNotesWidth)
+        m_table->setColumnWidth(RunHistoryModel::Notes, kNotesWidth);
+}
+
+void HistoryPanel::updateColumnsMenu()
+{
+    for (int column = 0; column < m_columnActions.size(); ++column) {
+        const QSignalBlocker quiet(m_columnActions[column]);
+        m_columnActions[column]->setText(m_model->headerData(column, Qt::Horizontal).toString());
+        m_columnActions[column]->setChecked(!m_table->isColumnHidden(column));
+    }
+}
+
+QStringList HistoryPanel::columnLayout() const
+{
+    const QHeaderView *header = m_table->horizontalHeader();
+    QStringList layout;
+    for (int visual = 0; visual < header->count(); ++visual) {
+        const int column = header->logicalIndex(visual);
+        layout << (header->isSectionHidden(column) ? QStringLiteral("-") : QString()) + RunHistoryModel::columnKey(column);
+    }
+    return layout;
+}
+
+void HistoryPanel::setColumnLayout(const QStringList &layout)
+{
+    QHeaderView *header = m_table->horizontalHeader();
+    // From the model's order, all shown; then the layout's columns first, in its order.
+    for (int column = 0; column < RunHistoryModel::ColumnCount; ++column) {
+        header->moveSection(header->visualIndex(column), column);
+        header->setSectionHidden(column, false);
+    }
+    int visual = 0;
+    QSet<int> placed;
+    for (const QString &entry : layout) {
+        const bool hidden = entry.startsWith(QLatin1Char('-'));
+        const int column = RunHistoryModel::columnOfKey(hidden ? entry.mid(1) : entry);
+        if (column < 0 || placed.contains(column))
+            continue;
+        placed.insert(column);
+        header->moveSection(header->visualIndex(column), visual++);
+        header->setSectionHidden(column, hidden && column != RunHistoryModel::Name);
+    }
+    updateColumnsMenu();
 }
 
 void HistoryPanel::setRunsDir(const QString &dir)

@@ -49,6 +49,12 @@ public:
     int sortColumn() const;
     Qt::SortOrder sortOrder() const;
     void sortBy(int column, Qt::SortOrder order);
+    // The columns as arranged by a header drag or the Columns menu: keys in their shown order, a hidden one as
+    // "-key" (RunHistoryModel::columnKey), kept in the settings. Keys this version does not know are skipped.
+    QStringList columnLayout() const;
+    void setColumnLayout(const QStringList &layout);
+    // History > Columns and the header's context menu: show or hide each column (Name stays), or reset them all.
+    QMenu *columnsMenu() const { return m_columnsMenu; }
     QLabel *shownLabel() const { return m_shown; }
     QDoubleSpinBox *targetBox() const { return m_target; }
     RunHistoryModel *model() const { return m_model; }
@@ -72,6 +78,8 @@ Q_SIGNALS:
 private:
     void onSelection();
     void updateShown();
+    void fitColumns();
+    void updateColumnsMenu();
     void useSelectedConfig();
     void openSelectedFolder();
     void editSelectedNotes();
@@ -100,6 +108,8 @@ private:
     QAction *m_exportCsv = nullptr;
     QAction *m_exportDevices = nullptr;
     QAction *m_refresh = nullptr;
+    QMenu *m_columnsMenu = nullptr;
+    QList<QAction *> m_columnActions;   // one per RunHistoryModel column
 };
 
 } // namespace trainlab

@@ -250,6 +250,7 @@ void MainWindow::readSettings()
     m_lastDatasetDir = settings.value(QStringLiteral("lastDatasetDir"), QDir::homePath()).toString();
     m_form->setDatasetStartFolder(m_lastDatasetDir);
     m_form->setAdvancedOpen(settings.value(QStringLiteral("form/advancedOpen"), false).toBool());
+    m_historyPanel->setColumnLayout(settings.value(QStringLiteral("history/columns")).toStringList());
     m_historyPanel->sortBy(settings.value(QStringLiteral("history/sortColumn"), -1).toInt(),
                            Qt::SortOrder(settings.value(QStringLiteral("history/sortOrder"), 0).toInt()));
     m_file->readSettings();
@@ -267,6 +268,7 @@ void MainWindow::writeSettings()
     settings.setValue(QStringLiteral("runsDir"), m_savedRunsDir);
     settings.setValue(QStringLiteral("lastDatasetDir"), m_lastDatasetDir);
     settings.setValue(QStringLiteral("form/advancedOpen"), m_form->advancedOpen());
+    settings.setValue(QStringLiteral("history/columns"), m_historyPanel->columnLayout());
     settings.setValue(QStringLiteral("history/sortColumn"), m_historyPanel->sortColumn());
     settings.setValue(QStringLiteral("history/sortOrder"), int(m_historyPanel->sortOrder()));
 }

@@ -7,6 +7,8 @@
 #include <QHash>
 #include <QLocale>
 
+#include <iterator>
+
 namespace trainlab {
 
 RunHistoryModel::RunHistoryModel(QObject *parent)
@@ -244,6 +246,26 @@ QVariant RunHistoryModel::sortValue(const QModelIndex &index) const
     default:
         return data(index);
     }
+}
+
+namespace {
+const char *const kColumnKeys[] = {"name", "date", "devices", "batch", "lr", "recipe", "epochs",
+                                   "best_acc", "final_acc", "sec_per_epoch", "to_target", "status", "notes"};
+static_assert(std::size(kColumnKeys) == RunHistoryModel::ColumnCount, "one key per column");
+}
+
+QString RunHistoryModel::columnKey(int column)
+{
+    return column >= 0 && column < ColumnCount ? QLatin1String(kColumnKeys[column]) : QString();
+}
+
+int RunHistoryModel::columnOfKey(const QString &key)
+{
+    for (int column = 0; column < ColumnCount; ++column) {
+        if (key == QLatin1String(kColumnKeys[column]))
+            return column;
+    }
+    return -1;
 }
 
 QVariant RunHistoryModel::headerData(int section, Qt::Orientation orientation, int role) const

@@ -27,6 +27,9 @@ public:
     // The run's notes in full (the Notes column shows their first line).
     static constexpr int NotesRole = Qt::UserRole + 2;
     static constexpr int kNotesShown = 80;
+    // A column's name in the settings ("best_acc"), and back (-1 for a name this version does not know).
+    static QString columnKey(int column);
+    static int columnOfKey(const QString &key);
 
     explicit RunHistoryModel(QObject *parent = nullptr);
 
