@@ -207,16 +207,8 @@ int runsCommand(const trainlab::CliArgs &args)
                 return std::string(text);
             };
             std::string note = statusNote;
-            if (!run->notes.empty()) {
-                std::string first = run->notes.substr(0, run->notes.find('\n'));
-                if (first.size() > 60) {
-                    std::size_t end = 59;
-                    while (end > 0 && (static_cast<unsigned char>(first[end]) & 0xC0) == 0x80)
-                        --end;   // never inside a UTF-8 character
-                    first = first.substr(0, end) + "…";
-                }
-                note += (note.empty() ? "" : " · ") + first;
-            }
+            if (!run->notes.empty())
+                note += (note.empty() ? "" : " · ") + trainlab::notesHeadline(run->notes, 60);
             return {name(),
                     run->status,
                     std::to_string(run->epochsDone) + "/" + std::to_string(run->epochsPlanned),
@@ -339,9 +331,11 @@ int compareCommand(const trainlab::CliArgs &args)
 {
     try {
         const std::vector<trainlab::QueueEntry> entries = trainlab::loadRunEntries(args.runDirs);
-        for (std::size_t i = 0; i < entries.size(); ++i)
-            std::printf("%zu  %s\n", i + 1, entries[i].runDir.c_str());
         const trainlab::SweepTable table = trainlab::sweepTable(entries);
+        for (const trainlab::SweepRow &row : table.rows) {
+            const std::string notes = trainlab::notesHeadline(row.notes, 60);
+            std::printf("%d  %s%s%s\n", row.index, row.runDir.c_str(), notes.empty() ? "" : "  ", notes.c_str());
+        }
         std::string others;
         for (const std::string &key : trainlab::otherDifferences(entries))
             others += (others.empty() ? "" : ", ") + key;

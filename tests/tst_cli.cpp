@@ -929,7 +929,7 @@ void tst_Cli::runNotes()
     QVERIFY2(set.exitCode == 0 && set.out.contains(QStringLiteral("notes saved")), qPrintable(set.out + set.err));
     QCOMPARE(cli({QStringLiteral("notes"), run}).out, text + QLatin1Char('\n'));
     const Outcome listed = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs});
-    QVERIFY2(listed.out.contains(QRegularExpression(QStringLiteral("noted .*lr 0\\.1 as the chapter\n"))), qPrintable(listed.out));
+    QVERIFY2(listed.out.contains(QRegularExpression(QStringLiteral("noted .*lr 0\\.1 as the chapter…\n"))), qPrintable(listed.out));
     QVERIFY2(!listed.out.contains(QStringLiteral("jumped")), qPrintable(listed.out));
     const Outcome found = cli({QStringLiteral("runs"), QStringLiteral("--runs-dir"), runs, QStringLiteral("--filter"), QStringLiteral("GRÖßER")});
     QCOMPARE(tableNames(found.out), QStringList{"noted"});
@@ -950,9 +950,10 @@ void tst_Cli::runNotes()
     QVERIFY(!QFileInfo::exists(run + QStringLiteral("/notes.txt")));
     // compare: the two runs' table (no axis: the same recipe but for the name), each row's folder first.
     const QString plain = runs + QLatin1Char('/') + QDir(runs).entryList({QStringLiteral("*-plain")}, QDir::Dirs).value(0);
+    QCOMPARE(cli({QStringLiteral("notes"), plain, QStringLiteral("the plain one\nsecond line")}).exitCode, 0);
     const Outcome compared = cli({QStringLiteral("compare"), plain, run});
     QVERIFY2(compared.exitCode == 0, qPrintable(compared.err));
-    QVERIFY2(compared.out.startsWith(QStringLiteral("1  %1\n2  %2\n(their configurations are the same but for the name)\n")
+    QVERIFY2(compared.out.startsWith(QStringLiteral("1  %1  the plain one…\n2  %2\n(their configurations are the same but for the name)\n")
                                          .arg(plain, run)),
              qPrintable(compared.out));
     QVERIFY2(compared.out.contains(QRegularExpression(QStringLiteral("\n2 +completed +0\\.600 "))), qPrintable(compared.out));

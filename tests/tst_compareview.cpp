@@ -521,6 +521,24 @@ void tst_CompareView::loadSweepReadsMetricsFromRunFolders()
     const int toTarget = column(view.table(), QStringLiteral("to 0.90"));
     QVERIFY(toTarget >= 0);
     QCOMPARE(view.table()->item(0, toTarget)->text(), QStringLiteral("-"));
+    QCOMPARE(column(view.table(), QStringLiteral("notes")), -1);   // no run has notes: no column for them
+    // Notes written later: the table shows their first line, the tooltip and the CSV all of them.
+    QFile notesFile(QString::fromStdString(runDir + "/notes.txt"));
+    QVERIFY(notesFile.open(QIODevice::WriteOnly));
+    notesFile.write("lr too high?\nloss jumped in epoch 2\n");
+    notesFile.close();
+    QVERIFY(view.loadSweep(runs.path(), kSweep, &error));
+    const int notes = column(view.table(), QStringLiteral("notes"));
+    QVERIFY(notes >= 0);
+    QCOMPARE(view.table()->item(0, notes)->text(), QStringLiteral("lr too high?…"));
+    QVERIFY(view.table()->item(0, 0)->toolTip().contains(QStringLiteral("loss jumped in epoch 2")));
+    QCOMPARE(view.table()->item(1, notes)->text(), QString());
+    const QString path = runs.filePath(QStringLiteral("table.csv"));
+    QVERIFY2(view.saveTableCsv(path, &error), qPrintable(error));
+    QFile saved(path);
+    QVERIFY(saved.open(QIODevice::ReadOnly));
+    const QString table = QString::fromUtf8(saved.readAll());
+    QVERIFY2(table.contains(QStringLiteral(",\"lr too high?\nloss jumped in epoch 2\"\n")), qPrintable(table));
 }
 
 QTEST_MAIN(tst_CompareView)

@@ -108,6 +108,8 @@ private Q_SLOTS:
     void deleteRunRefusedWhileHeld();
     void runNotesStayInTheirFolder_data();
     void runNotesStayInTheirFolder();
+    void notesHeadline_data();
+    void notesHeadline();
     void vanishedFolderSaysSo();
     void resumeKeepsEpochsWithoutCheckpoint();
     void runsDirThatIsAFile();
@@ -469,6 +471,29 @@ void tst_Hostile::runNotesStayInTheirFolder()
         }
     }
     QVERIFY(!fs::exists(m_runs + "/notes.txt"));
+}
+
+void tst_Hostile::notesHeadline_data()
+{
+    QTest::addColumn<QByteArray>("notes");
+    QTest::addColumn<int>("maxChars");
+    QTest::addColumn<QByteArray>("headline");
+    QTest::newRow("one line") << QByteArray("baseline") << 10 << QByteArray("baseline");
+    QTest::newRow("more lines") << QByteArray("baseline\nthen it wobbled") << 80 << QByteArray("baseline…");
+    QTest::newRow("blank lines after") << QByteArray("  baseline\t\r\n \n") << 80 << QByteArray("baseline");
+    QTest::newRow("exactly the bound") << QByteArray("abcde") << 5 << QByteArray("abcde");
+    QTest::newRow("cut, never inside a character") << QByteArray("gr\xc3\xb6\xc3\x9f" "er") << 4 << QByteArray("gr\xc3\xb6\xc3\x9f…");
+    QTest::newRow("a blank first line") << QByteArray(" \nsecond") << 80 << QByteArray("…");
+    QTest::newRow("none") << QByteArray() << 80 << QByteArray();
+}
+
+// The notes' first line in a table cell (History, runs, the Compare table): cut by characters, "…" where more.
+void tst_Hostile::notesHeadline()
+{
+    QFETCH(QByteArray, notes);
+    QFETCH(int, maxChars);
+    QFETCH(QByteArray, headline);
+    QCOMPARE(QByteArray::fromStdString(trainlab::notesHeadline(notes.toStdString(), static_cast<std::size_t>(maxChars))), headline);
 }
 
 // A folder removed under a run by another tool: the run says so rather than claiming a kept checkpoint.

@@ -1,7 +1,10 @@
 #include "ui/compareview.h"
 
+#include "core/runs/runstorage.h"
+
 #include "ui/accuracychart.h"
 #include "ui/chartexport.h"
+#include "ui/runhistorymodel.h"
 
 #include <QBarCategoryAxis>
 #include <QBarSet>
@@ -203,6 +206,7 @@ CompareView::CompareView(QWidget *parent)
     m_tableWidget->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_tableWidget->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_tableWidget->verticalHeader()->setVisible(false);
+    m_tableWidget->setWordWrap(false);   // one line per run; a cut cell ends in "…"
 
     auto *header = new QHBoxLayout;
     header->addWidget(m_title, 1);
@@ -605,6 +609,9 @@ void CompareView::rebuildTable()
             << tr("to %1").arg(fixed(kDefaultTargetAccuracy, 2));
     if (m_table.hasScaling)
         headers << tr("speed-up") << tr("ideal") << tr("efficiency %");
+    const bool noted = std::any_of(m_table.rows.begin(), m_table.rows.end(), [](const SweepRow &row) { return !row.notes.empty(); });
+    if (noted)
+        headers << tr("notes");
     m_tableWidget->clear();
     m_tableWidget->setColumnCount(static_cast<int>(headers.size()));
     m_tableWidget->setRowCount(static_cast<int>(m_table.rows.size()));
@@ -628,17 +635,28 @@ void CompareView::rebuildTable()
             cells << (row.ideal > 0 ? fixed(row.ideal, 2) + QLatin1Char('x') : QStringLiteral("-"));
             cells << (row.efficiency > 0 ? fixed(row.efficiency, 0) : QStringLiteral("-"));
         }
+        if (noted)
+            cells << QString::fromStdString(notesHeadline(row.notes, RunHistoryModel::kNotesShown));
+        // The error, then the whole notes, on every cell of the row.
+        QStringList tip;
+        for (const std::string &text : {row.error, row.notes}) {
+            if (!text.empty())
+                tip << QString::fromStdString(text);
+        }
         for (int c = 0; c < static_cast<int>(cells.size()); ++c) {
             auto *item = new QTableWidgetItem(cells[c]);
             item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
-            if (c == 0 || c >= firstNumber)
+            if (c == 0 || (c >= firstNumber && !(noted && c == cells.size() - 1)))
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-            if (!row.error.empty())
-                item->setToolTip(QString::fromStdString(row.error));
+            if (!tip.isEmpty())
+                item->setToolTip(tip.join(QStringLiteral("\n\n")));
             m_tableWidget->setItem(r, c, item);
         }
     }
     m_tableWidget->resizeColumnsToContents();
+    // As in the history: the first line, at most 320 pixels of it; the tooltip has the whole notes.
+    if (noted && m_tableWidget->columnWidth(m_tableWidget->columnCount() - 1) > 320)
+        m_tableWidget->setColumnWidth(m_tableWidget->columnCount() - 1, 320);
 }
 
 void CompareView::updateButtons()

@@ -1,6 +1,7 @@
 #include "ui/runhistorymodel.h"
 
 #include "core/monitor/devicesampler.h"
+#include "core/runs/runstorage.h"
 
 #include <QDateTime>
 #include <QDir>
@@ -209,10 +210,7 @@ QVariant RunHistoryModel::data(const QModelIndex &index, int role) const
         return statusText(row);
     case Notes: {
         // The first line, cut: the tooltip has them all, as written, and the filter searches them all.
-        const QString notes = QString::fromStdString(s.notes);
-        const QString first = notes.section(QLatin1Char('\n'), 0, 0).simplified();
-        const bool more = first.size() > kNotesShown || notes.contains(QLatin1Char('\n'));
-        return more ? first.left(kNotesShown) + QStringLiteral("…") : first;
+        return QString::fromStdString(notesHeadline(s.notes, kNotesShown));
     }
     default:
         return {};

@@ -153,6 +153,25 @@ void requireRunFolder(const std::string &dir)
         throw std::runtime_error(dir + ": not a run folder (no summary.json)");
 }
 
+std::string notesHeadline(const std::string &notes, std::size_t maxChars)
+{
+    const std::size_t newline = notes.find('\n');
+    const std::string line = notes.substr(0, newline);
+    const std::size_t begin = line.find_first_not_of(" \t\r");
+    std::string first = begin == std::string::npos ? std::string() : line.substr(begin, line.find_last_not_of(" \t\r") - begin + 1);
+    bool more = newline != std::string::npos && notes.find_first_not_of(" \t\r\n", newline) != std::string::npos;
+    // Counted in UTF-8 characters: a cut never splits one.
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < first.size(); ++i) {
+        if ((static_cast<unsigned char>(first[i]) & 0xC0) != 0x80 && chars++ == maxChars) {
+            first.resize(i);
+            more = true;
+            break;
+        }
+    }
+    return more ? first + "…" : first;
+}
+
 void checkRunNotes(const std::string &notes)
 {
     if (const std::string problem = notesProblem(notes); !problem.empty())

@@ -32,6 +32,9 @@ void requireRunFolder(const std::string &dir);
 constexpr std::size_t kMaxRunNotesBytes = 16 * 1024;
 // "" when the run has none; throws runtime_error naming notes.txt when it cannot be read or is not UTF-8 text.
 std::string readRunNotes(const std::string &runDir);
+// The notes' first line, trimmed, for a table cell: at most maxChars characters, "…" when more is left out
+// (a longer line or more lines).
+std::string notesHeadline(const std::string &notes, std::size_t maxChars);
 // Checks notes as writeRunNotes would take them; throws invalid_argument beginning "notes: " with what is wrong.
 void checkRunNotes(const std::string &notes);
 // Replaces the run's notes atomically (trailing white space dropped); blank notes remove notes.txt. Refused

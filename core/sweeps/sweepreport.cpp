@@ -1,6 +1,7 @@
 #include "core/sweeps/sweepreport.h"
 
 #include "core/runs/runrecord.h"
+#include "core/runs/runstorage.h"
 #include "core/util/numtext.h"
 
 #include <algorithm>
@@ -36,7 +37,7 @@ std::string fixed(double value, int decimals)
 
 std::string csvField(const std::string &text)
 {
-    if (text.find_first_of(",\"\n") == std::string::npos)
+    if (text.find_first_of(",\"\n\r") == std::string::npos)
         return text;
     std::string quoted = "\"";
     for (const char c : text)
@@ -100,6 +101,13 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
         row.secondsPerEpoch = e.meanEpochSeconds;
         row.imagesPerSecond = e.imagesPerSecond;
         row.runDir = e.runDir;
+        if (!e.runDir.empty()) {
+            try {
+                row.notes = readRunNotes(e.runDir);
+            } catch (const std::exception &error) {
+                row.notes = "(" + std::string(error.what()) + ")";   // as the history shows it; the run reads fine
+            }
+        }
         row.toTarget = timeToTarget(e.metrics, kDefaultTargetAccuracy);
         const std::string devices = valueOf(e.tag, "devices");
         if (!devices.empty()) {
@@ -195,7 +203,7 @@ std::string sweepTableCsv(const SweepTable &table)
     std::string out = "index";
     for (const auto &a : table.axes)
         out += "," + a;
-    out += ",status,best_test_acc,sec_per_epoch,images_per_second,device_count,speedup,ideal,efficiency_pct,seconds_to_target,epoch_to_target,run_dir,error\n";
+    out += ",status,best_test_acc,sec_per_epoch,images_per_second,device_count,speedup,ideal,efficiency_pct,seconds_to_target,epoch_to_target,run_dir,error,notes\n";
     for (const SweepRow &r : table.rows) {
         out += std::to_string(r.index);
         for (const auto &v : r.values)
@@ -204,7 +212,7 @@ std::string sweepTableCsv(const SweepTable &table)
                + fixed(r.imagesPerSecond, 1) + "," + std::to_string(r.devices) + "," + fixed(r.speedup, 4) + ","
                + fixed(r.ideal, 4) + "," + fixed(r.efficiency, 2) + ","
                + (r.toTarget ? fixed(r.toTarget->seconds, 3) + "," + std::to_string(r.toTarget->epoch) : std::string(",")) + ","
-               + csvField(r.runDir) + "," + csvField(r.error)
+               + csvField(r.runDir) + "," + csvField(r.error) + "," + csvField(r.notes)
                + "\n";
     }
     return out;

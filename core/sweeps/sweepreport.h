@@ -26,6 +26,7 @@ struct SweepRow
     double efficiency = 0.0;               // percent: speedup / ideal
     std::optional<TargetReached> toTarget; // to kDefaultTargetAccuracy, from the entry's metrics
     std::string runDir;
+    std::string notes;                     // the person's notes on the run (notes.txt), or why they cannot be read
 };
 
 struct SweepTable
