@@ -361,7 +361,7 @@ void tst_Queue::dryRunPrintsThePlanOnly()
                                              QStringLiteral("--dry-run"), QStringLiteral("--runs-dir"), runs}));
     QVERIFY2(o.exitCode == 0, qPrintable(o.out + o.err));
     QVERIFY2(o.out.contains("6 runs, grid learning_rate (3) batch_size (2)"), qPrintable(o.out));
-    QVERIFY2(o.out.contains("6  planned    learning_rate=0.2 batch_size=64"), qPrintable(o.out));
+    QVERIFY2(o.out.contains("6  planned    learning_rate=0.1 batch_size=64"), qPrintable(o.out));
     QVERIFY(!QFileInfo::exists(runs));
     const CliOutcome bad = finishCli(startCli({QStringLiteral("sweep"), QStringLiteral("--preset"), QStringLiteral("d2l-scaling"),
                                                QStringLiteral("--runs-dir"), runs}));

@@ -447,7 +447,8 @@ void CompareView::rebuildLearningRate()
         double to = std::pow(10.0, std::ceil(std::log10(high)));
         if (to <= from)
             to = from * 10.0;
-        x->setRange(from, to);
+        // A hair below the power of ten: Qt rounds log(0.01) / log(10) up to -1 and loses the first label.
+        x->setRange(from * (1.0 - 1e-9), to);
     } else {
         x->setRange(0.001, 1.0);
     }
