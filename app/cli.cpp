@@ -336,12 +336,7 @@ int compareCommand(const trainlab::CliArgs &args)
             const std::string notes = trainlab::notesHeadline(row.notes, 60);
             std::printf("%d  %s%s%s\n", row.index, row.runDir.c_str(), notes.empty() ? "" : "  ", notes.c_str());
         }
-        std::string others;
-        for (const std::string &key : trainlab::otherDifferences(entries))
-            others += (others.empty() ? "" : ", ") + key;
-        if (!others.empty())
-            std::printf("they also differ in: %s\n", others.c_str());
-        else if (table.axes.empty())
+        if (table.axes.empty())
             std::printf("(their configurations are the same but for the name)\n");
         std::printf("\n%s", trainlab::formatSweepTable(table).c_str());
         return 0;

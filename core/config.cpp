@@ -526,6 +526,22 @@ std::vector<std::string> configDifferences(const std::string &a, const std::stri
     return out;
 }
 
+std::string configValueText(const std::string &json, const std::string &key)
+{
+    const nlohmann::json *value = nullptr;
+    const nlohmann::json config = nlohmann::json::parse(json);
+    value = &config;
+    for (std::size_t begin = 0; begin <= key.size();) {
+        const std::size_t dot = std::min(key.find('.', begin), key.size());
+        const std::string part = key.substr(begin, dot - begin);
+        if (!value->is_object() || !value->contains(part))
+            return "-";
+        value = &value->at(part);
+        begin = dot + 1;
+    }
+    return value->is_string() ? value->get<std::string>() : value->dump();
+}
+
 ExperimentConfig loadPreset(const std::string &name)
 {
     const auto names = presetNames();

@@ -170,6 +170,9 @@ struct ExperimentConfig
 
 // Names every key (as a dotted path) whose value differs between two configurations' JSON texts; empty when equal.
 std::vector<std::string> configDifferences(const std::string &a, const std::string &b);
+// The value at a dotted key of a configuration's JSON ("dataset.train_limit") as a table shows it: a string without
+// quotes, anything else as compact JSON; "-" where the configuration has no such key.
+std::string configValueText(const std::string &json, const std::string &key);
 
 // Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, fmnist-fast, quick-demo).
 ExperimentConfig loadPreset(const std::string &name);

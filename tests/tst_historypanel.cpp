@@ -489,6 +489,21 @@ void tst_HistoryPanel::compareSelectedRuns()
     QCOMPARE(view.table()->horizontalHeaderItem(1)->text(), QStringLiteral("run"));
     QCOMPARE(view.table()->item(0, 1)->text(), QFileInfo(dirs.first()).fileName());
     QCOMPARE(view.epochSeriesCount(), 2);
+    // A run that differs in keys no sweep varies: each key is a column, its value as config.json has it.
+    trainlab::ExperimentConfig c;
+    c.name = "limited";
+    c.epochs = 2;
+    c.dataset.trainLimit = 512;
+    c.speed.channelsLast = "on";
+    trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);
+    record.commitEpoch({1, 1.0, 0.5, 0.55, 1.0, 10.0, {}, 0.0, {}, 0.0, 0.0}, std::string());
+    record.finish(trainlab::RunResult{});
+    QVERIFY(view.loadRuns({fp32, QString::fromStdString(record.dir())}));
+    QCOMPARE(view.axes(), (QStringList{"dataset.train_limit", "speed.channels_last"}));
+    QCOMPARE(view.table()->horizontalHeaderItem(2)->text(), QStringLiteral("dataset.train_limit"));
+    QCOMPARE(view.table()->item(0, 2)->text(), QStringLiteral("0"));
+    QCOMPARE(view.table()->item(1, 2)->text(), QStringLiteral("512"));
+    QCOMPARE(view.table()->item(1, 3)->text(), QStringLiteral("on"));
     QString error;
     QVERIFY(!view.loadRuns({fp32, m_runsDir + QStringLiteral("/gone")}, &error));
     QVERIFY2(error.contains(QStringLiteral("/gone/summary.json")), qPrintable(error));

@@ -197,6 +197,15 @@ void tst_Sweep::otherDifferencesBeyondTheAxes()
     entries[2].config.speed.channelsLast = "on";
     entries[2].config.dataset.trainLimit = 512;
     QCOMPARE(trainlab::otherDifferences(entries), (std::vector<std::string>{"dataset.train_limit", "speed.channels_last"}));
+    QCOMPARE(trainlab::configValueText(entries[1].config.toJson(), "dataset.train_limit"), std::string("512"));
+    QCOMPARE(trainlab::configValueText(entries[2].config.toJson(), "speed.channels_last"), std::string("on"));
+    QCOMPARE(trainlab::configValueText(entries[0].config.toJson(), "devices"), std::string("[\"cpu\"]"));
+    QCOMPARE(trainlab::configValueText(entries[0].config.toJson(), "dataset.no_such_key"), std::string("-"));
+    QCOMPARE(trainlab::configValueText(entries[0].config.toJson(), "learning_rate.deeper"), std::string("-"));
+    // A tag's other keys come after the sweep axes, in the order first tagged.
+    entries[0].tag.values = {{"speed.channels_last", "auto"}, {"learning_rate", "0.1"}};
+    entries[1].tag.values = {{"dataset.train_limit", "512"}, {"learning_rate", "0.5"}};
+    QCOMPARE(trainlab::sweepTable(entries).axes, (std::vector<std::string>{"learning_rate", "speed.channels_last", "dataset.train_limit"}));
     entries.pop_back();
     entries[1].config.dataset.trainLimit = entries[0].config.dataset.trainLimit;
     QVERIFY(trainlab::otherDifferences(entries).empty());

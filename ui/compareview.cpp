@@ -146,15 +146,6 @@ const EpochColumn kEpochColumns[] = {
     {QT_TRANSLATE_NOOP("CompareView", "img/s"), &EpochMetrics::imagesPerSecond, false, false},
 };
 
-// "7 selected runs, by what differs between them", and what else differs.
-QString selectedRunsTitle(const std::vector<QueueEntry> &entries)
-{
-    QStringList others;
-    for (const std::string &key : otherDifferences(entries))
-        others << QString::fromStdString(key);
-    const QString title = CompareView::tr("%1 selected runs, by what differs between them").arg(entries.size());
-    return others.isEmpty() ? title : CompareView::tr("%1; they also differ in %2").arg(title, others.join(QStringLiteral(", ")));
-}
 
 // The column with this untranslated name (as kept in the settings), or -1.
 int columnIndex(const QString &name)
@@ -284,7 +275,7 @@ void CompareView::setEntries(const QString &sweepId, const std::vector<QueueEntr
     m_table = sweepTable(m_entries);
     const int count = static_cast<int>(m_entries.size());
     m_title->setText(m_sweepId.isEmpty()                                ? tr("No sweep")
-                     : m_sweepId == QLatin1String(kSelectedRuns) ? selectedRunsTitle(m_entries)
+                     : m_sweepId == QLatin1String(kSelectedRuns) ? tr("%1 selected runs, by what differs between them").arg(count)
                                                                  : tr("Sweep %1: %n run(s)", nullptr, count).arg(m_sweepId));
     const QStringList names = axes();
     if (!names.contains(m_colourAxis))

@@ -83,8 +83,15 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
             present.insert(v.first);
     }
     for (const auto &axis : sweepAxisNames()) {
-        if (present.count(axis))
+        if (present.erase(axis))
             table.axes.push_back(axis);
+    }
+    // Runs compared by hand: the other configuration keys that differ, in the order first tagged.
+    for (const auto &e : entries) {
+        for (const auto &v : e.tag.values) {
+            if (present.erase(v.first))
+                table.axes.push_back(v.first);
+        }
     }
     std::string firstDevices;
     std::set<std::string> deviceSets;
@@ -298,6 +305,15 @@ std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs)
             continue;
         for (std::size_t i = 0; i < entries.size(); ++i)
             entries[i].tag.values.emplace_back(axis, values[i]);
+    }
+    // Then every other configuration key in which they differ, by its dotted path, as config.json has it.
+    const std::vector<std::string> others = otherDifferences(entries);
+    std::vector<std::string> json;
+    for (const QueueEntry &e : entries)
+        json.push_back(others.empty() ? std::string() : e.config.toJson());
+    for (const std::string &key : others) {
+        for (std::size_t i = 0; i < entries.size(); ++i)
+            entries[i].tag.values.emplace_back(key, configValueText(json[i], key));
     }
     for (std::size_t i = 0; i < entries.size(); ++i) {
         entries[i].tag.id = kSelectedRuns;

@@ -48,8 +48,8 @@ std::map<int, TimeSplit> timeByDeviceCount(const std::vector<QueueEntry> &entrie
 
 // The entries of a finished or interrupted sweep read back from its run folders (for the Compare view).
 std::vector<QueueEntry> loadSweepEntries(const std::string &runsDir, const std::string &sweepId);
-// Any runs side by side, as a sweep's: their tags' axes are the sweep settings that differ between them (none
-// when they agree), the id kSelectedRuns. Throws naming the run folder whose record cannot be read.
+// Any runs side by side, as a sweep's: their tags' axes are the sweep settings that differ between them, then
+// the other configuration keys that do (otherDifferences; none when they agree), the id kSelectedRuns. Throws naming the run folder whose record cannot be read.
 constexpr const char *kSelectedRuns = "selected runs";
 std::vector<QueueEntry> loadRunEntries(const std::vector<std::string> &runDirs);
 // The configuration keys (dotted paths) in which these runs differ beyond any sweep axis: "dataset.train_limit",
