@@ -16,6 +16,7 @@
 #include <QMap>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTableView>
@@ -26,6 +27,10 @@
 
 #include <algorithm>
 #include <filesystem>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 using trainlab::HistoryPanel;
 using trainlab::RunHistoryModel;
@@ -49,6 +54,7 @@ private Q_SLOTS:
     void notesEditedShownAndFound();
     void compareSelectedRuns();
     void columnsShownMovedAndKept();
+    void deleteGoesToTheTrashFirst();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -550,6 +556,53 @@ void tst_HistoryPanel::columnsShownMovedAndKept()
     again.columnsMenu()->actions().constLast()->trigger();
     QCOMPARE(again.columnLayout().mid(0, 3), QStringList({"name", "date", "devices"}));
     QVERIFY(!again.table()->isColumnHidden(RunHistoryModel::Date));
+}
+
+// Delete Run moves runs to the desktop's trash, whole, unless Delete Permanently is chosen; a held run stays.
+void tst_HistoryPanel::deleteGoesToTheTrashFirst()
+{
+    qputenv("XDG_DATA_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("data"))));
+    const QString trashed = fakeRun(QStringLiteral("to trash"), {0.5});
+    const QString gone = fakeRun(QStringLiteral("to delete"), {0.5});
+    const QString held = fakeRun(QStringLiteral("held"), {0.5});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    QMenu menu;
+    panel.addActions(&menu, {});
+    panel.setRunsDir(m_runsDir);
+    QSignalSpy status(&panel, &HistoryPanel::status);
+    QSignalSpy errors(&panel, &HistoryPanel::error);
+    const auto deleteAnswering = [&panel, &menu](const QString &dir, QMessageBox::StandardButton answer) {
+        panel.table()->clearSelection();
+        for (int row = 0; row < panel.table()->model()->rowCount(); ++row) {
+            if (panel.table()->model()->index(row, 0).data(RunHistoryModel::DirRole).toString() == dir)
+                panel.table()->selectRow(row);
+        }
+        QTimer::singleShot(0, [answer] {
+            auto *box = qobject_cast<QMessageBox *>(QApplication::activeModalWidget());
+            QVERIFY(box && box->button(answer));
+            box->button(answer)->click();
+        });
+        menu.findChild<QAction *>(QStringLiteral("deleteRunAction"))->trigger();
+    };
+    deleteAnswering(trashed, QMessageBox::Yes);
+    QVERIFY(!QFileInfo::exists(trashed));
+    QCOMPARE(status.count(), 1);
+    const QString where = status.first().first().toString().section(QStringLiteral(": "), 1);
+    QVERIFY2(QFileInfo::exists(where + QStringLiteral("/summary.json")) && where != trashed, qPrintable(where));
+    deleteAnswering(gone, QMessageBox::Discard);
+    QVERIFY(!QFileInfo::exists(gone));
+    QCOMPARE(status.count(), 1);
+    QCOMPARE(QDir(QFileInfo(where).path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 1);
+    const int fd = ::open(QFile::encodeName(held).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    QVERIFY(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    deleteAnswering(held, QMessageBox::Yes);
+    ::close(fd);
+    QVERIFY(QFileInfo::exists(held + QStringLiteral("/summary.json")));
+    QCOMPARE(errors.count(), 1);
+    QVERIFY2(errors.first().at(1).toString().contains(QStringLiteral("in use by a running or resuming process")),
+             qPrintable(errors.first().at(1).toString()));
+    QCOMPARE(shownNames(panel), QStringList{"held"});
 }
 
 QTEST_MAIN(tst_HistoryPanel)

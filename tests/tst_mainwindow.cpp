@@ -134,6 +134,7 @@ void tst_MainWindow::initTestCase()
     QVERIFY(m_home.isValid());
     // Settings in a folder of this test run only, never the user's (nor a previous run's).
     qputenv("XDG_CONFIG_HOME", m_home.filePath(QStringLiteral("config")).toUtf8());
+    qputenv("XDG_DATA_HOME", m_home.filePath(QStringLiteral("data")).toUtf8());   // the trash Delete Run moves runs to
     QApplication::setOrganizationName(QStringLiteral("TrainLabTest"));
     QApplication::setApplicationName(QStringLiteral("TrainLabTest"));
 }

@@ -13,6 +13,7 @@
 #include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
+#include <QFile>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -22,11 +23,14 @@
 #include <QLineEdit>
 #include <QMenu>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSet>
 #include <QSignalBlocker>
 #include <QTableView>
 #include <QUrl>
 #include <QVBoxLayout>
+
+#include <stdexcept>
 
 namespace trainlab {
 
@@ -354,22 +358,41 @@ void HistoryPanel::deleteSelectedRuns()
     const QStringList dirs = deletableSelectedDirs();
     if (dirs.isEmpty())
         return;
-    const auto answer = QMessageBox::question(
-        window(), tr("Delete Runs"),
-        tr("Delete %n run(s) and everything in their folders (config, metrics, checkpoint)?\n\n%1", nullptr,
-           dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
-        QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
-    if (answer != QMessageBox::Yes)
+    // The trash first: a run deleted by a slip of the key comes back from the desktop's trash.
+    QMessageBox ask(QMessageBox::Question, tr("Delete Runs"),
+                    tr("Move %n run(s) to the trash? They can be restored from there; Delete Permanently removes "
+                       "them and everything in their folders (config, metrics, checkpoints).\n\n%1", nullptr,
+                       dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+                    QMessageBox::Yes | QMessageBox::Discard | QMessageBox::No, window());
+    ask.button(QMessageBox::Yes)->setText(tr("Move to Trash"));
+    ask.button(QMessageBox::Discard)->setText(tr("Delete Permanently"));
+    ask.button(QMessageBox::No)->setText(tr("Cancel"));
+    ask.setDefaultButton(QMessageBox::Yes);
+    ask.setEscapeButton(QMessageBox::No);
+    const int answer = ask.exec();
+    if (answer != QMessageBox::Yes && answer != QMessageBox::Discard)
         return;
-    QStringList errors;
+    QStringList errors, trashed;
     for (const QString &dir : std::as_const(dirs)) {
         try {
-            deleteRun(dir.toStdString());
+            if (answer == QMessageBox::Discard) {
+                deleteRun(dir.toStdString());
+                continue;
+            }
+            moveRunAway(dir.toStdString(), [&dir, &trashed] {
+                QString where;
+                if (!QFile::moveToTrash(dir, &where))
+                    throw std::runtime_error(dir.toStdString() + ": cannot be moved to the trash (none for its file "
+                                                                 "system); Delete Permanently removes it");
+                trashed << where;
+            });
         } catch (const std::exception &e) {
             errors << QString::fromStdString(e.what());
         }
     }
     refresh();
+    if (!trashed.isEmpty())
+        Q_EMIT status(tr("Moved to the trash: %1").arg(trashed.join(QStringLiteral(", "))), 10000);
     if (!errors.isEmpty())
         Q_EMIT error(tr("Delete Runs"), errors.join(QLatin1Char('\n')));
 }

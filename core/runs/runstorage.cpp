@@ -112,6 +112,31 @@ std::string notesProblem(const std::string &notes)
 
 } // namespace
 
+void moveRunAway(const std::string &runDir, const std::function<void()> &move)
+{
+    struct stat st {};
+    if (::lstat(runDir.c_str(), &st) != 0)
+        throw std::runtime_error(runDir + ": cannot be moved: " + std::strerror(errno));
+    if (S_ISLNK(st.st_mode)) {
+        move();
+        return;
+    }
+    const int fd = ::open(runDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        ::close(fd);
+        throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
+    }
+    try {
+        move();
+    } catch (...) {
+        ::close(fd);
+        throw;
+    }
+    ::close(fd);
+}
+
 void deleteRun(const std::string &runDir)
 {
     struct stat st {};

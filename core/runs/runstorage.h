@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace trainlab {
@@ -22,6 +23,9 @@ std::uint64_t deleteCheckpoints(const std::string &runDir);
 // Deletes a run folder and everything in it. Refused (runtime_error naming the folder) while a process holds
 // the run; a run folder that is a symbolic link loses only the link, and no link inside is ever followed.
 void deleteRun(const std::string &runDir);
+// Moves a run folder away whole by `move` (the window passes the desktop's trash), held as deleteRun holds it:
+// refused (runtime_error naming the folder) while a process holds the run; a link is moved itself.
+void moveRunAway(const std::string &runDir, const std::function<void()> &move);
 
 // Throws runtime_error naming the folder unless it is a run folder: a directory, not a symbolic link, holding a
 // regular summary.json.
