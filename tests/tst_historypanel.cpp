@@ -55,6 +55,7 @@ private Q_SLOTS:
     void compareSelectedRuns();
     void columnsShownMovedAndKept();
     void deleteGoesToTheTrashFirst();
+    void followsRunsOfOtherProcesses();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -561,7 +562,8 @@ void tst_HistoryPanel::columnsShownMovedAndKept()
 // Delete Run moves runs to the desktop's trash, whole, unless Delete Permanently is chosen; a held run stays.
 void tst_HistoryPanel::deleteGoesToTheTrashFirst()
 {
-    qputenv("XDG_DATA_HOME", QFile::encodeName(m_tmp.filePath(QStringLiteral("data"))));
+    const QString data = m_tmp.filePath(QStringLiteral("data"));
+    qputenv("XDG_DATA_HOME", QFile::encodeName(data));
     const QString trashed = fakeRun(QStringLiteral("to trash"), {0.5});
     const QString gone = fakeRun(QStringLiteral("to delete"), {0.5});
     const QString held = fakeRun(QStringLiteral("held"), {0.5});
@@ -589,11 +591,12 @@ void tst_HistoryPanel::deleteGoesToTheTrashFirst()
     QVERIFY(!QFileInfo::exists(trashed));
     QCOMPARE(status.count(), 1);
     const QString where = status.first().first().toString().section(QStringLiteral(": "), 1);
-    QVERIFY2(QFileInfo::exists(where + QStringLiteral("/summary.json")) && where != trashed, qPrintable(where));
+    QCOMPARE(where, data + QStringLiteral("/Trash/files/") + QFileInfo(trashed).fileName());
+    QVERIFY(QFileInfo::exists(where + QStringLiteral("/summary.json")));
     deleteAnswering(gone, QMessageBox::Discard);
     QVERIFY(!QFileInfo::exists(gone));
     QCOMPARE(status.count(), 1);
-    QCOMPARE(QDir(QFileInfo(where).path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 1);
+    QCOMPARE(QDir(QFileInfo(where).path()).entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList{QFileInfo(where).fileName()});
     const int fd = ::open(QFile::encodeName(held).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     QVERIFY(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
     deleteAnswering(held, QMessageBox::Yes);
@@ -603,6 +606,28 @@ void tst_HistoryPanel::deleteGoesToTheTrashFirst()
     QVERIFY2(errors.first().at(1).toString().contains(QStringLiteral("in use by a running or resuming process")),
              qPrintable(errors.first().at(1).toString()));
     QCOMPARE(shownNames(panel), QStringList{"held"});
+}
+
+// A run another process starts shows up without Refresh, and its epochs as it writes them.
+void tst_HistoryPanel::followsRunsOfOtherProcesses()
+{
+    fakeRun(QStringLiteral("earlier"), {0.5});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    QCOMPARE(panel.model()->rowCount(), 1);
+    trainlab::ExperimentConfig c;
+    c.name = "elsewhere";
+    c.epochs = 2;
+    trainlab::RunRecord record(m_runsDir.toStdString(), c, c.devices);   // holds its folder, as a running process does
+    QTRY_COMPARE_WITH_TIMEOUT(panel.model()->rowCount(), 2, 5000);
+    const auto epochsOf = [&panel, &record] {
+        const int row = panel.model()->rowOfDir(QString::fromStdString(record.dir()));
+        return panel.model()->index(row, RunHistoryModel::Epochs).data().toString();
+    };
+    QCOMPARE(epochsOf(), QStringLiteral("0/2"));
+    record.commitEpoch({1, 1.0, 0.5, 0.55, 1.0, 10.0, {}, 0.0, {}, 0.0, 0.0}, std::string());
+    QTRY_COMPARE_WITH_TIMEOUT(epochsOf(), QStringLiteral("1/2"), 5000);
 }
 
 QTEST_MAIN(tst_HistoryPanel)

@@ -108,6 +108,7 @@ private Q_SLOTS:
     void deleteRunRefusedWhileHeld();
     void runNotesStayInTheirFolder_data();
     void runNotesStayInTheirFolder();
+    void trashKeepsTheRunWhole();
     void notesHeadline_data();
     void notesHeadline();
     void vanishedFolderSaysSo();
@@ -471,6 +472,40 @@ void tst_Hostile::runNotesStayInTheirFolder()
         }
     }
     QVERIFY(!fs::exists(m_runs + "/notes.txt"));
+}
+
+// The desktop's trash (freedesktop.org): the folder whole, a .trashinfo with its percent-encoded path, a taken name
+// numbered, a link moved as the link, a held run kept with no .trashinfo left behind.
+void tst_Hostile::trashKeepsTheRunWhole()
+{
+    const std::string data = m_tmp.path().toStdString() + "/data-" + std::to_string(std::rand());
+    ::setenv("XDG_DATA_HOME", data.c_str(), 1);
+    const std::string trash = data + "/Trash";
+    const std::string run = makeRun(m_runs, "to trash");
+    const std::string named = m_runs + "/a b%ö";
+    fs::rename(run, named);
+    const std::string where = trainlab::trashRun(named);
+    QCOMPARE(where, trash + "/files/a b%ö");
+    QVERIFY(!fs::exists(fs::symlink_status(named)) && fs::exists(where + "/summary.json"));
+    const std::string info = readText(trash + "/info/a b%ö.trashinfo");
+    QVERIFY2(info.rfind("[Trash Info]\nPath=" + m_runs + "/a%20b%25%C3%B6\nDeletionDate=", 0) == 0, info.c_str());
+    // The same name again: numbered, the first one untouched.
+    fs::rename(makeRun(m_runs, "again"), named);
+    QCOMPARE(trainlab::trashRun(named + "/"), trash + "/files/a b%ö.2");
+    QVERIFY(fs::exists(where + "/summary.json"));
+    // A link: the link goes, what it points to stays.
+    const std::string target = makeRun(m_runs, "target");
+    fs::create_symlink(target, m_runs + "/link");
+    QVERIFY(fs::is_symlink(trainlab::trashRun(m_runs + "/link")));
+    QVERIFY(fs::exists(target + "/summary.json"));
+    // Held by a running process: refused, kept, no .trashinfo left.
+    const int fd = ::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    QVERIFY(fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, trainlab::trashRun(target));
+    ::close(fd);
+    QVERIFY(fs::exists(target + "/summary.json"));
+    QVERIFY(!fs::exists(trash + "/info/" + fs::path(target).filename().string() + ".trashinfo"));
+    ::unsetenv("XDG_DATA_HOME");
 }
 
 void tst_Hostile::notesHeadline_data()

@@ -13,8 +13,8 @@
 #include <QDesktopServices>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QFile>
 #include <QFileInfo>
+#include <QFileSystemWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
@@ -27,10 +27,9 @@
 #include <QSet>
 #include <QSignalBlocker>
 #include <QTableView>
+#include <QTimer>
 #include <QUrl>
 #include <QVBoxLayout>
-
-#include <stdexcept>
 
 namespace trainlab {
 
@@ -44,7 +43,17 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     , m_shown(new QLabel)
     , m_storage(new RunsStorage)
     , m_target(new QDoubleSpinBox)
+    , m_watcher(new QFileSystemWatcher(this))
+    , m_refreshSoon(new QTimer(this))
 {
+    m_refreshSoon->setSingleShot(true);
+    m_refreshSoon->setInterval(1000);
+    connect(m_refreshSoon, &QTimer::timeout, this, &HistoryPanel::refresh);
+    // Not restarted by each change: a run writing every second still refreshes the table once a second.
+    connect(m_watcher, &QFileSystemWatcher::directoryChanged, this, [this] {
+        if (!m_refreshSoon->isActive())
+            m_refreshSoon->start();
+    });
     m_filter->setSourceModel(m_model);
     m_table->setObjectName(QStringLiteral("history"));
     m_table->setModel(m_filter);
@@ -79,6 +88,7 @@ HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     connect(m_table->selectionModel(), &QItemSelectionModel::selectionChanged, this, &HistoryPanel::onSelection);
     connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::onSelection);
     connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::fitColumns);
+    connect(m_model, &QAbstractItemModel::modelReset, this, &HistoryPanel::watchFolders);
     connect(m_table, &QTableView::doubleClicked, this, &HistoryPanel::useSelectedConfig);
     m_filterEdit->setObjectName(QStringLiteral("historyFilter"));
     m_filterEdit->setPlaceholderText(tr("Filter runs: words in any column, e.g. bf16 failed"));
@@ -164,6 +174,30 @@ void HistoryPanel::fitColumns()
         m_table->setColumnWidth(RunHistoryModel::Notes, kNotesWidth);
 }
 
+void HistoryPanel::watchFolders()
+{
+    // The window's own run refreshes the table when it starts and ends; only other processes' runs are followed.
+    QStringList wanted;
+    if (!m_runsDir.isEmpty() && QFileInfo(m_runsDir).isDir())
+        wanted << QFileInfo(m_runsDir).absoluteFilePath();
+    const QString active = m_activeRunDir.isEmpty() ? QString() : QFileInfo(m_activeRunDir).absoluteFilePath();
+    for (int row = 0; row < m_model->rowCount(); ++row) {
+        const RunSummary &s = m_model->summary(row);
+        const QString dir = QFileInfo(QString::fromStdString(s.dir)).absoluteFilePath();
+        if (s.status == "running" && dir != active)
+            wanted << dir;
+    }
+    const QStringList watched = m_watcher->directories();
+    for (const QString &dir : watched) {
+        if (!wanted.contains(dir))
+            m_watcher->removePath(dir);
+    }
+    for (const QString &dir : std::as_const(wanted)) {
+        if (!watched.contains(dir))
+            m_watcher->addPath(dir);
+    }
+}
+
 void HistoryPanel::updateColumnsMenu()
 {
     for (int column = 0; column < m_columnActions.size(); ++column) {
@@ -217,6 +251,7 @@ void HistoryPanel::setActiveRunDir(const QString &dir)
 {
     m_activeRunDir = dir;
     m_model->setActiveRunDir(dir);
+    watchFolders();
 }
 
 void HistoryPanel::refresh()
@@ -379,13 +414,7 @@ void HistoryPanel::deleteSelectedRuns()
                 deleteRun(dir.toStdString());
                 continue;
             }
-            moveRunAway(dir.toStdString(), [&dir, &trashed] {
-                QString where;
-                if (!QFile::moveToTrash(dir, &where))
-                    throw std::runtime_error(dir.toStdString() + ": cannot be moved to the trash (none for its file "
-                                                                 "system); Delete Permanently removes it");
-                trashed << where;
-            });
+            trashed << QString::fromStdString(trashRun(dir.toStdString()));
         } catch (const std::exception &e) {
             errors << QString::fromStdString(e.what());
         }

@@ -9,10 +9,12 @@
 
 class QAction;
 class QDoubleSpinBox;
+class QFileSystemWatcher;
 class QLabel;
 class QLineEdit;
 class QMenu;
 class QTableView;
+class QTimer;
 
 namespace trainlab {
 
@@ -79,6 +81,7 @@ private:
     void onSelection();
     void updateShown();
     void fitColumns();
+    void watchFolders();
     void updateColumnsMenu();
     void useSelectedConfig();
     void openSelectedFolder();
@@ -109,6 +112,10 @@ private:
     QAction *m_exportDevices = nullptr;
     QAction *m_refresh = nullptr;
     QMenu *m_columnsMenu = nullptr;
+    // Runs other processes start, train and end show up without Refresh: the runs folder and the folders of their
+    // running runs are watched, and a change refreshes the table at most once a second.
+    QFileSystemWatcher *m_watcher;
+    QTimer *m_refreshSoon;
     QList<QAction *> m_columnActions;   // one per RunHistoryModel column
 };
 

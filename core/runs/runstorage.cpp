@@ -2,12 +2,14 @@
 
 #include "core/runs/runrecord.h"
 #include "core/util/atomicfile.h"
+#include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <set>
 #include <stdexcept>
@@ -112,29 +114,85 @@ std::string notesProblem(const std::string &notes)
 
 } // namespace
 
-void moveRunAway(const std::string &runDir, const std::function<void()> &move)
+std::string trashRun(const std::string &runDir)
 {
+    // Never resolved: a run folder that is a link is trashed as the link.
+    fs::path source = fs::absolute(runDir).lexically_normal();
+    if (source.filename().empty())
+        source = source.parent_path();
+    const std::string from = source.string();
     struct stat st {};
-    if (::lstat(runDir.c_str(), &st) != 0)
-        throw std::runtime_error(runDir + ": cannot be moved: " + std::strerror(errno));
-    if (S_ISLNK(st.st_mode)) {
-        move();
-        return;
+    if (::lstat(from.c_str(), &st) != 0)
+        throw std::runtime_error(runDir + ": cannot be moved to the trash: " + std::strerror(errno));
+    int fd = -1;
+    if (!S_ISLNK(st.st_mode)) {
+        fd = ::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            ::close(fd);
+            throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
+        }
     }
-    const int fd = ::open(runDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        ::close(fd);
-        throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
+    struct Closer
+    {
+        int fd;
+        ~Closer()
+        {
+            if (fd >= 0)
+                ::close(fd);
+        }
+    } hold{fd};
+    const std::string trash = dataHome() + "/Trash";
+    std::error_code ec;
+    fs::create_directories(fs::path(trash).parent_path(), ec);
+    for (const std::string &dir : {trash, trash + "/files", trash + "/info"}) {
+        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+            throw std::runtime_error(dir + ": the trash cannot be made: " + std::strerror(errno) + "; the run is kept");
     }
-    try {
-        move();
-    } catch (...) {
-        ::close(fd);
-        throw;
+    // The spec's order: the .trashinfo file, made exclusively, reserves the name; then the folder moves.
+    const std::string name = source.filename().string();
+    std::string target, info;
+    for (int n = 1;; ++n) {
+        const std::string candidate = n == 1 ? name : name + "." + std::to_string(n);
+        target = trash + "/files/" + candidate;
+        info = trash + "/info/" + candidate + ".trashinfo";
+        if (::lstat(target.c_str(), &st) == 0)
+            continue;
+        const int infoFd = ::open(info.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (infoFd >= 0) {
+            static const char hex[] = "0123456789ABCDEF";
+            std::string path;
+            for (const unsigned char c : from) {
+                // ASCII by hand: isalnum would follow the locale.
+                if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && std::strchr("-._~/", c)))
+                    path += static_cast<char>(c);
+                else
+                    path += std::string("%") + hex[c >> 4] + hex[c & 15];
+            }
+            const std::time_t now = std::time(nullptr);
+            std::tm local {};
+            char date[32] = "";
+            std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", ::localtime_r(&now, &local));
+            const std::string text = "[Trash Info]\nPath=" + path + "\nDeletionDate=" + date + "\n";
+            const bool written = ::write(infoFd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+            if (::close(infoFd) == 0 && written)
+                break;
+            ::unlink(info.c_str());
+            throw std::runtime_error(info + ": cannot be written; the run is kept");
+        }
+        if (errno != EEXIST || n >= 10000)
+            throw std::runtime_error(info + ": cannot be made: " + std::strerror(errno) + "; the run is kept");
     }
-    ::close(fd);
+    if (::rename(from.c_str(), target.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(info.c_str());
+        if (error == EXDEV)
+            throw std::runtime_error(runDir + ": on another file system than the trash (" + trash +
+                                     "), so it cannot be moved there; Delete Permanently removes it");
+        throw std::runtime_error(runDir + ": cannot be moved to " + target + ": " + std::strerror(error));
+    }
+    return target;
 }
 
 void deleteRun(const std::string &runDir)
