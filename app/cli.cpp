@@ -346,6 +346,32 @@ int compareCommand(const trainlab::CliArgs &args)
     }
 }
 
+// delete RUN_DIR...: each to the trash (or gone with --permanently), a line each; exit 1 when any is kept.
+int deleteCommand(const trainlab::CliArgs &args)
+{
+    int status = 0;
+    for (const std::string &dir : args.runDirs) {
+        try {
+            // A linked run folder is trashed or removed as the link; anything else must be a run folder.
+            std::error_code ec;
+            if (!std::filesystem::is_symlink(dir, ec))
+                trainlab::requireRunFolder(dir);
+            else if (!std::filesystem::exists(dir + "/summary.json", ec))
+                throw std::runtime_error(dir + ": not a run folder (no summary.json)");
+            if (args.permanently) {
+                trainlab::deleteRun(dir);
+                std::printf("%s: deleted\n", dir.c_str());
+            } else {
+                std::printf("%s: moved to the trash: %s\n", dir.c_str(), trainlab::trashRun(dir).c_str());
+            }
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
+            status = 1;
+        }
+    }
+    return status;
+}
+
 // notes RUN_DIR: prints them; notes RUN_DIR TEXT|-: replaces them.
 int notesCommand(const trainlab::CliArgs &args)
 {
@@ -725,6 +751,8 @@ int run(int argc, char **argv)
         return notesCommand(args);
     if (args.command == "compare")
         return compareCommand(args);
+    if (args.command == "delete")
+        return deleteCommand(args);
     trainlab::RunOptions options;
     if (args.command == "resume" || args.command == "run") {
         try {

@@ -114,6 +114,9 @@ const char *cliUsage()
            "                                   status, best acc, sec/epoch, img/s and time to 0.90 (as a sweep's)\n"
            "  notes RUN_DIR [TEXT | -]         print the run's notes, or replace them with TEXT (- reads them\n"
            "                                   from stdin; \"\" removes them); kept in RUN_DIR/notes.txt\n"
+           "  delete RUN_DIR... [--permanently]\n"
+           "                                   move runs to the desktop's trash (~/.local/share/Trash), or remove\n"
+           "                                   them; never a run a process is training\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
            "                                   run every experiment of a sweep one after another, then print\n"
            "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
@@ -157,7 +160,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             out.command = "version";
         else if (first == "run" || first == "validate" || first == "devices" || first == "presets" || first == "dataset"
                  || first == "resume" || first == "runs" || first == "sweep" || first == "lr-find" || first == "evaluate"
-                 || first == "classify" || first == "export" || first == "notes" || first == "compare")
+                 || first == "classify" || first == "export" || first == "notes" || first == "compare"
+                 || first == "delete")
             out.command = first;
         else
             throw std::invalid_argument("unknown command \"" + first + "\"");
@@ -170,18 +174,23 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             parseDataset(args, i, out, value);
             return out;
         }
-        if (out.command == "compare") {
+        if (out.command == "compare" || out.command == "delete") {
+            const bool compare = out.command == "compare";
             for (; i < args.size(); ++i) {
                 if (args[i] == "--help" || args[i] == "-h") {
                     out.command = "help";
                     return out;
                 }
-                if (args[i].rfind("--", 0) == 0)
-                    throw std::invalid_argument("compare: unknown option \"" + args[i] + "\"");
-                out.runDirs.push_back(args[i]);
+                if (args[i] == "--permanently" && !compare)
+                    out.permanently = true;
+                else if (args[i].rfind("--", 0) == 0)
+                    throw std::invalid_argument(out.command + ": unknown option \"" + args[i] + "\"");
+                else
+                    out.runDirs.push_back(args[i]);
             }
-            if (out.runDirs.size() < 2)
-                throw std::invalid_argument("compare: needs two or more RUN_DIRs (folders `trainlab-cli runs` lists)");
+            if (out.runDirs.size() < (compare ? 2u : 1u))
+                throw std::invalid_argument(compare ? "compare: needs two or more RUN_DIRs (folders `trainlab-cli runs` lists)"
+                                                    : "delete: needs RUN_DIR (a folder `trainlab-cli runs` lists)");
             return out;
         }
         if (out.command == "notes") {

@@ -9,7 +9,7 @@ namespace trainlab {
 // trainlab-cli's parsed command line; error is set (and names the flag) when it is bad usage.
 struct CliArgs
 {
-    std::string command;          // run, validate, resume, runs, sweep, lr-find, evaluate, classify, export, notes, compare, devices, presets, dataset, help, version
+    std::string command;          // run, validate, resume, runs, sweep, lr-find, evaluate, classify, export, notes, compare, delete, devices, presets, dataset, help, version
     std::string subcommand;       // dataset: download, verify, where
     std::string datasetDir;       // dataset download --dir, dataset verify DIR
     std::vector<std::string> mirrors;
@@ -40,7 +40,8 @@ struct CliArgs
     std::string sort;             // runs --sort date|name|status|epochs|best|to|lr|batch ("": date, the newest first)
     std::string filter;           // runs --filter WORDS: the rows holding every word
     std::string runNotes;         // run --notes TEXT
-    std::vector<std::string> runDirs;   // compare RUN_DIR RUN_DIR...
+    std::vector<std::string> runDirs;   // compare RUN_DIR RUN_DIR..., delete RUN_DIR...
+    bool permanently = false;     // delete --permanently
     std::optional<std::string> notes;   // notes RUN_DIR TEXT: the new notes ("-": read from stdin); unset: print them
     std::string error;
 };

@@ -133,6 +133,7 @@ private Q_SLOTS:
     void monitorLinePerEpoch();
     void runsSortAndFilter();
     void runNotes();
+    void deleteRuns();
     void usageNamesEveryCommand();
     void hostileEnvironment_data();
     void hostileEnvironment();
@@ -185,6 +186,8 @@ void tst_Cli::badUsage_data()
     QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
     QTest::newRow("compare one run") << QStringList{"compare", "r"} << "compare: needs two or more RUN_DIRs";
     QTest::newRow("compare option") << QStringList{"compare", "a", "b", "--csv"} << "compare: unknown option \"--csv\"";
+    QTest::newRow("delete nothing") << QStringList{"delete", "--permanently"} << "delete: needs RUN_DIR";
+    QTest::newRow("delete option") << QStringList{"delete", "a", "--force"} << "delete: unknown option \"--force\"";
     QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";
     QTest::newRow("runs bad csv") << QStringList{"runs", "--csv", "json"} << "--csv: metrics or devices, got \"json\"";
     QTest::newRow("runs bad sort") << QStringList{"runs", "--sort", "accuracy"}
@@ -970,11 +973,38 @@ void tst_Cli::runNotes()
     QVERIFY2(linked.err.contains(QStringLiteral("a symbolic link, not a run folder")), qPrintable(linked.err));
 }
 
+// delete: to the trash with its .trashinfo, or gone with --permanently; a folder that is no run stays.
+void tst_Cli::deleteRuns()
+{
+    const QString runs = m_dir.filePath(QStringLiteral("deleted-runs"));
+    for (const char *name : {"keep", "trash", "gone"})
+        recordRun(runs, name, "fp32", {0.5}, 1.0);
+    const auto folder = [&runs](const char *name) {
+        return runs + QLatin1Char('/') + QDir(runs).entryList({QStringLiteral("*-") + QLatin1String(name)}, QDir::Dirs).value(0);
+    };
+    const QString trash = folder("trash"), gone = folder("gone");
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(QStringLiteral("XDG_DATA_HOME"), m_dir.filePath(QStringLiteral("data")));
+    const Outcome trashed = finish(start({QStringLiteral("delete"), trash}, env));
+    const QString where = m_dir.filePath(QStringLiteral("data/Trash/files/")) + QFileInfo(trash).fileName();
+    QCOMPARE(trashed.exitCode, 0);
+    QCOMPARE(trashed.out, QStringLiteral("%1: moved to the trash: %2\n").arg(trash, where));
+    QVERIFY(!QFileInfo::exists(trash) && QFileInfo::exists(where + QStringLiteral("/summary.json")));
+    QVERIFY(QFileInfo::exists(m_dir.filePath(QStringLiteral("data/Trash/info/")) + QFileInfo(trash).fileName() + QStringLiteral(".trashinfo")));
+    // Not a run folder (the runs folder itself): kept, exit 1; the run beside it is deleted all the same.
+    const Outcome mixed = finish(start({QStringLiteral("delete"), runs, gone, QStringLiteral("--permanently")}, env));
+    QCOMPARE(mixed.exitCode, 1);
+    QVERIFY2(mixed.err.contains(runs + QStringLiteral(": not a run folder (no summary.json)")), qPrintable(mixed.err));
+    QCOMPARE(mixed.out, gone + QStringLiteral(": deleted\n"));
+    QVERIFY(!QFileInfo::exists(gone));
+    QCOMPARE(QDir(runs).entryList(QDir::Dirs | QDir::NoDotAndDotDot), QStringList{QFileInfo(folder("keep")).fileName()});
+}
+
 // Every command the parser takes has its line in --help.
 void tst_Cli::usageNamesEveryCommand()
 {
     const QString usage = QString::fromLatin1(trainlab::cliUsage());
-    for (const char *command : {"run", "validate", "resume", "runs", "evaluate", "classify", "export", "notes", "compare", "sweep",
+    for (const char *command : {"run", "validate", "resume", "runs", "evaluate", "classify", "export", "notes", "compare", "delete", "sweep",
                                 "lr-find", "devices", "presets", "dataset"}) {
         QVERIFY2(trainlab::parseCliArgs({command}).error.find("unknown command") == std::string::npos, command);
         QVERIFY2(usage.contains(QStringLiteral("\n  %1 ").arg(QLatin1String(command))), command);
