@@ -17,6 +17,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTableView>
@@ -56,6 +57,7 @@ private Q_SLOTS:
     void columnsShownMovedAndKept();
     void deleteGoesToTheTrashFirst();
     void followsRunsOfOtherProcesses();
+    void refreshKeepsThePlace();
 
 private:
     QString fakeRun(const QString &name, const QList<double> &testAcc, double epochSeconds = 1.0,
@@ -628,6 +630,31 @@ void tst_HistoryPanel::followsRunsOfOtherProcesses()
     QCOMPARE(epochsOf(), QStringLiteral("0/2"));
     record.commitEpoch({1, 1.0, 0.5, 0.55, 1.0, 10.0, {}, 0.0, {}, 0.0, 0.0}, std::string());
     QTRY_COMPARE_WITH_TIMEOUT(epochsOf(), QStringLiteral("1/2"), 5000);
+}
+
+// A refresh (by hand, or because another process wrote) leaves the table scrolled where it was, the current run current.
+void tst_HistoryPanel::refreshKeepsThePlace()
+{
+    for (int i = 0; i < 30; ++i)
+        fakeRun(QStringLiteral("run %1").arg(i), {0.5});
+    trainlab::AccuracyChart chart;
+    HistoryPanel panel(&chart);
+    panel.setRunsDir(m_runsDir);
+    panel.resize(500, 250);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QScrollBar *bar = panel.table()->verticalScrollBar();
+    QVERIFY(bar->maximum() > 0);
+    const QModelIndex last = panel.table()->model()->index(panel.table()->model()->rowCount() - 1, RunHistoryModel::Epochs);
+    const QString lastDir = last.data(RunHistoryModel::DirRole).toString();
+    panel.table()->setCurrentIndex(last);
+    panel.table()->scrollToBottom();
+    const int bottom = bar->value();
+    QVERIFY(bottom > 0);
+    panel.refresh();
+    QCOMPARE(bar->value(), bottom);
+    QCOMPARE(panel.table()->currentIndex().data(RunHistoryModel::DirRole).toString(), lastDir);
+    QCOMPARE(panel.table()->currentIndex().column(), int(RunHistoryModel::Epochs));
 }
 
 QTEST_MAIN(tst_HistoryPanel)

@@ -256,10 +256,13 @@ void HistoryPanel::setActiveRunDir(const QString &dir)
 
 void HistoryPanel::refresh()
 {
-    // A reset clears the selection; the runs being compared stay selected and overlaid.
+    // A reset clears the selection and the current cell; the runs being compared stay selected and overlaid, and the
+    // current cell stays (a refresh comes by itself while another process trains; the scroll position is kept by Qt).
     QStringList selected;
     for (int row : selectedRows())
         selected << QString::fromStdString(m_model->summary(row).dir);
+    const QModelIndex current = m_filter->mapToSource(m_table->currentIndex());
+    const QString currentDir = current.isValid() ? QString::fromStdString(m_model->summary(current.row()).dir) : QString();
     m_model->refresh();
     m_storage->refresh(m_runsDir);
     QItemSelection selection;
@@ -270,6 +273,11 @@ void HistoryPanel::refresh()
     }
     if (!selection.isEmpty())
         m_table->selectionModel()->select(selection, QItemSelectionModel::ClearAndSelect);
+    if (!currentDir.isEmpty()) {
+        const QModelIndex again = m_filter->mapFromSource(m_model->index(m_model->rowOfDir(currentDir), current.column()));
+        if (again.isValid())
+            m_table->selectionModel()->setCurrentIndex(again, QItemSelectionModel::NoUpdate);
+    }
 }
 
 void HistoryPanel::updateActions()
