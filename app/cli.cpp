@@ -513,6 +513,12 @@ int sweepCommand(const trainlab::CliArgs &args)
             options.runsDir = fs::path(args.resumeSweep).lexically_normal().parent_path().parent_path().string();
         name = queue.sweepId();
         mode = "resumed";
+        // The notes the sweep was started with go to the runs it has yet to start.
+        try {
+            options.notes = trainlab::readRunNotes(args.resumeSweep);
+        } catch (const std::exception &e) {
+            std::fprintf(stderr, "trainlab-cli: the sweep's notes are not used: %s\n", e.what());
+        }
     } else {
         trainlab::SweepConfig sweep;
         const std::string origin = args.preset.empty() ? args.configPath : "sweep preset " + args.preset;
@@ -562,6 +568,8 @@ int sweepCommand(const trainlab::CliArgs &args)
             fs::create_directories(dir);
             sweepLock = std::make_unique<trainlab::FolderLock>(dir);
             sweep.save(dir + "/sweep.json");
+            if (!options.notes.empty())
+                trainlab::writeFileAtomic(dir + "/notes.txt", options.notes + "\n");   // for sweep --resume
             queue.addSweep(sweep, id);
             queue.save();
         } catch (const std::exception &e) {

@@ -137,7 +137,7 @@ const char *cliUsage()
            "run options (override the config):\n"
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
-           "  --notes TEXT     your notes on the new run, kept in its notes.txt (see notes)\n"
+           "  --notes TEXT     your notes on the new run (on each run of a sweep), kept in its notes.txt\n"
            "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
            "multi-node (torchrun's names; absent: torchrun's or Slurm's variables, else one node):\n"
            "  --nnodes N  --node-rank R  --master-addr HOST  --master-port P\n"
@@ -271,7 +271,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
                 throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
             static const char *const sweepFlags[] = {"--preset", "--dry-run", "--yes", "--stop-on-failure", "--resume",
-                                                     "--runs-dir", "--epochs", "--train-limit", "--test-limit"};
+                                                     "--runs-dir", "--epochs", "--train-limit", "--test-limit", "--notes"};
             if (out.command == "sweep" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
                 throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
@@ -363,7 +363,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 out.devices = list;
             } else if (arg == "--runs-dir") {
                 out.runsDir = value(arg);
-            } else if (arg == "--notes" && out.command == "run") {
+            } else if (arg == "--notes" && (out.command == "run" || out.command == "sweep")) {
                 out.runNotes = value(arg);
                 try {
                     checkRunNotes(out.runNotes);
@@ -396,8 +396,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             && (out.configPath.empty() ? 0 : 1) + (out.preset.empty() ? 0 : 1) + (out.resumeSweep.empty() ? 0 : 1) != 1)
             throw std::invalid_argument("sweep: give one of SWEEP.json, --preset NAME or --resume SWEEP_DIR");
         if (out.command == "sweep" && !out.resumeSweep.empty()
-            && (out.dryRun || out.epochs || out.trainLimit || out.testLimit))
-            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs or limits)");
+            && (out.dryRun || out.epochs || out.trainLimit || out.testLimit || !out.runNotes.empty()))
+            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs, limits or --notes)");
         if (out.command == "runs" && !out.csv.empty() && (!out.sort.empty() || !out.filter.empty() || out.json))
             throw std::invalid_argument("runs: --sort, --filter and --json order, narrow and format the table, not --csv");
         if (out.command == "lr-find" && out.configPath.empty() == out.preset.empty())

@@ -186,6 +186,7 @@ void tst_Cli::badUsage_data()
     QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
     QTest::newRow("compare one run") << QStringList{"compare", "r"} << "compare: needs two or more RUN_DIRs";
     QTest::newRow("compare option") << QStringList{"compare", "a", "b", "--csv"} << "compare: unknown option \"--csv\"";
+    QTest::newRow("sweep resume notes") << QStringList{"sweep", "--resume", "d", "--notes", "x"} << "no --dry-run, --epochs, limits or --notes";
     QTest::newRow("delete nothing") << QStringList{"delete", "--permanently"} << "delete: needs RUN_DIR";
     QTest::newRow("delete option") << QStringList{"delete", "a", "--force"} << "delete: unknown option \"--force\"";
     QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";

@@ -1,5 +1,6 @@
 #include "core/sweeps/queue.h"
 #include "core/runs/runrecord.h"
+#include "core/runs/runstorage.h"
 #include "core/sweeps/sweepreport.h"
 
 #include "runcheck.h"
@@ -326,7 +327,8 @@ void tst_Queue::killedSweepResumesWhereItStopped()
     // Frozen once run 2's first epoch is on disk, then killed, as a power cut would.
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("TRAINLAB_TEST_PAUSE"), QStringLiteral("epoch-end#3"));
-    QProcess *killed = startCli({QStringLiteral("sweep"), file, QStringLiteral("--runs-dir"), runs}, env);
+    QProcess *killed = startCli({QStringLiteral("sweep"), file, QStringLiteral("--runs-dir"), runs, QStringLiteral("--notes"),
+                                 QStringLiteral("seeds 1 to 3")}, env);
     QString err;
     QTRY_VERIFY_WITH_TIMEOUT((err += QString::fromUtf8(killed->readAllStandardError())).contains("TRAINLAB_PAUSED epoch-end"), 120000);
     killed->kill();
@@ -349,6 +351,9 @@ void tst_Queue::killedSweepResumesWhereItStopped()
     QCOMPARE(trainlab::readRunSummary(interrupted).status, std::string("completed"));
     QCOMPARE(trainlab::readMetrics(interrupted).size(), std::size_t(2));
     QCOMPARE(trainlab::listRuns(runs.toStdString()).size(), std::size_t(3));
+    // --notes: on every run, run 3 started by the resumed process included.
+    for (std::size_t i = 0; i < 3; ++i)
+        QCOMPARE(trainlab::readRunNotes(after.at(i).runDir), std::string("seeds 1 to 3"));
     // The closing table covers the whole sweep, and its CSV is kept beside the state.
     QVERIFY2(r.out.contains(QRegularExpression("\n1  1     completed")), qPrintable(r.out));
     QVERIFY(QFile::exists(dir + "/results.csv"));

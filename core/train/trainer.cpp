@@ -71,7 +71,8 @@ RunResult train(EngineSetup setup, std::unique_ptr<RunRecord> record, TrainingOb
         record->startDeviceSampling(cudaBusIds());
         observer.onLog("run folder: " + record->dir());
         try {
-            if (!setup.options.notes.empty())
+            // A resumed run keeps the notes it has (a resumed sweep passes its notes on to every run).
+            if (!setup.options.notes.empty() && readRunNotes(record->dir()).empty())
                 writeRunNotes(record->dir(), setup.options.notes);
         } catch (const std::exception &e) {
             observer.onLog(std::string("notes not kept (the run goes on): ") + e.what());
