@@ -528,9 +528,8 @@ std::vector<std::string> configDifferences(const std::string &a, const std::stri
 
 std::string configValueText(const std::string &json, const std::string &key)
 {
-    const nlohmann::json *value = nullptr;
     const nlohmann::json config = nlohmann::json::parse(json);
-    value = &config;
+    const nlohmann::json *value = &config;
     for (std::size_t begin = 0; begin <= key.size();) {
         const std::size_t dot = std::min(key.find('.', begin), key.size());
         const std::string part = key.substr(begin, dot - begin);

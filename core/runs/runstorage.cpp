@@ -154,6 +154,8 @@ std::string trashRun(const std::string &runDir)
     const std::string name = source.filename().string();
     std::string target, info;
     for (int n = 1;; ++n) {
+        if (n > 10000)
+            throw std::runtime_error(trash + ": no free name for " + name + " (10,000 taken); the run is kept");
         const std::string candidate = n == 1 ? name : name + "." + std::to_string(n);
         target = trash + "/files/" + candidate;
         info = trash + "/info/" + candidate + ".trashinfo";
@@ -181,7 +183,7 @@ std::string trashRun(const std::string &runDir)
             ::unlink(info.c_str());
             throw std::runtime_error(info + ": cannot be written; the run is kept");
         }
-        if (errno != EEXIST || n >= 10000)
+        if (errno != EEXIST)
             throw std::runtime_error(info + ": cannot be made: " + std::strerror(errno) + "; the run is kept");
     }
     if (::rename(from.c_str(), target.c_str()) != 0) {
