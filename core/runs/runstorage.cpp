@@ -11,6 +11,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -112,6 +113,8 @@ std::string notesProblem(const std::string &notes)
     return {};
 }
 
+constexpr const char *kRunInUse = "in use by a running or resuming process; the run is kept";
+
 } // namespace
 
 std::string trashRun(const std::string &runDir)
@@ -124,25 +127,9 @@ std::string trashRun(const std::string &runDir)
     struct stat st {};
     if (::lstat(from.c_str(), &st) != 0)
         throw std::runtime_error(runDir + ": cannot be moved to the trash: " + std::strerror(errno));
-    int fd = -1;
-    if (!S_ISLNK(st.st_mode)) {
-        fd = ::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
-        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-            ::close(fd);
-            throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
-        }
-    }
-    struct Closer
-    {
-        int fd;
-        ~Closer()
-        {
-            if (fd >= 0)
-                ::close(fd);
-        }
-    } hold{fd};
+    std::optional<FolderLock> hold;
+    if (!S_ISLNK(st.st_mode))
+        hold.emplace(from, kRunInUse);
     const std::string trash = dataHome() + "/Trash";
     std::error_code ec;
     fs::create_directories(fs::path(trash).parent_path(), ec);
@@ -207,24 +194,10 @@ void deleteRun(const std::string &runDir)
             throw std::runtime_error(runDir + ": the link cannot be deleted: " + std::strerror(errno));
         return;
     }
-    const int fd = ::open(runDir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        throw std::runtime_error(runDir + ": cannot be opened: " + std::strerror(errno));
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        ::close(fd);
-        throw std::runtime_error(runDir + ": in use by a running or resuming process; the run is kept");
-    }
-    std::string error;
-    try {
-        removeContents(fd, runDir);
-        if (::rmdir(runDir.c_str()) != 0)
-            error = runDir + ": cannot be deleted: " + std::strerror(errno);
-    } catch (const std::exception &e) {
-        error = e.what();
-    }
-    ::close(fd);
-    if (!error.empty())
-        throw std::runtime_error(error);
+    const FolderLock hold(runDir, kRunInUse);
+    removeContents(hold.fd(), runDir);
+    if (::rmdir(runDir.c_str()) != 0)
+        throw std::runtime_error(runDir + ": cannot be deleted: " + std::strerror(errno));
 }
 
 void requireRunFolder(const std::string &dir)
@@ -288,14 +261,14 @@ void writeRunNotes(const std::string &runDir, const std::string &notes)
     }
 }
 
-FolderLock::FolderLock(const std::string &dir)
+FolderLock::FolderLock(const std::string &dir, const char *inUse)
 {
     m_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (m_fd < 0)
         throw std::runtime_error(dir + ": cannot be opened: " + std::strerror(errno));
     if (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
         ::close(m_fd);
-        throw std::runtime_error(dir + ": in use by another TrainLab process; it runs there, not twice");
+        throw std::runtime_error(dir + ": " + inUse);
     }
 }
 

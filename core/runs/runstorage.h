@@ -46,15 +46,17 @@ void checkRunNotes(const std::string &notes);
 // (runtime_error naming the folder) where requireRunFolder refuses it.
 void writeRunNotes(const std::string &runDir, const std::string &notes);
 
-// An exclusive lock on a folder (a sweep's) while the object lives, so two processes never run it at once.
+// An exclusive lock on a folder (a sweep's, a run's) while the object lives, so two processes never run it at once
+// and no run is moved or deleted while a process holds it. The folder is opened without following a link.
 class FolderLock
 {
 public:
-    // Throws runtime_error naming the folder when it cannot be opened or another process holds it.
-    explicit FolderLock(const std::string &dir);
+    // Throws runtime_error naming the folder when it cannot be opened, or "DIR: inUse" when another process holds it.
+    explicit FolderLock(const std::string &dir, const char *inUse = "in use by another TrainLab process; it runs there, not twice");
     ~FolderLock();
     FolderLock(const FolderLock &) = delete;
     FolderLock &operator=(const FolderLock &) = delete;
+    int fd() const { return m_fd; }
 
 private:
     int m_fd = -1;
