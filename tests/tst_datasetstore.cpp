@@ -28,16 +28,16 @@ public:
             m_old = old;
         }
         if (value)
-            ::setenv(name, value, 1);
+            qputenv(name, value);
         else
-            ::unsetenv(name);
+            qunsetenv(name);
     }
     ~EnvGuard()
     {
         if (m_had)
-            ::setenv(m_name, m_old.c_str(), 1);
+            qputenv(m_name, m_old.c_str());
         else
-            ::unsetenv(m_name);
+            qunsetenv(m_name);
     }
 
 private:

@@ -66,8 +66,8 @@ private Q_SLOTS:
 
 void tst_DeviceMonitor::init()
 {
-    ::setenv("TRAINLAB_NVML_LIBRARY", TRAINLAB_FAKE_NVML, 1);
-    ::unsetenv("FAKE_NVML_GONE");
+    qputenv("TRAINLAB_NVML_LIBRARY", TRAINLAB_FAKE_NVML);
+    qunsetenv("FAKE_NVML_GONE");
 }
 
 void tst_DeviceMonitor::fakeNvmlReadings()
@@ -109,7 +109,7 @@ void tst_DeviceMonitor::deviceThatDisappears()
 {
     QTemporaryDir dir;
     const std::string flag = dir.filePath(QStringLiteral("gone")).toStdString();
-    ::setenv("FAKE_NVML_GONE", flag.c_str(), 1);
+    qputenv("FAKE_NVML_GONE", flag.c_str());
     trainlab::DeviceMonitor monitor;
     QVERIFY(!monitor.read()[2].lost);
     std::ofstream(flag) << "x";
@@ -133,7 +133,7 @@ void tst_DeviceMonitor::noLibrary()
 {
     QFETCH(QString, library);
     QFETCH(QString, expected);
-    ::setenv("TRAINLAB_NVML_LIBRARY", library.toUtf8().constData(), 1);
+    qputenv("TRAINLAB_NVML_LIBRARY", library.toUtf8().constData());
     std::string why;
     QVERIFY(!trainlab::Nvml::load(&why));
     QVERIFY2(why.find(expected.toStdString()) != std::string::npos, why.c_str());

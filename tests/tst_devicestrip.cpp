@@ -16,7 +16,7 @@ private Q_SLOTS:
 
 void tst_DeviceStrip::gpusFromNvml()
 {
-    ::setenv("TRAINLAB_NVML_LIBRARY", TRAINLAB_FAKE_NVML, 1);
+    qputenv("TRAINLAB_NVML_LIBRARY", TRAINLAB_FAKE_NVML);
     trainlab::DeviceStrip strip;
     QVERIFY2(strip.text().startsWith(QStringLiteral("cpu ")), qPrintable(strip.text()));
     QVERIFY2(strip.text().contains(QStringLiteral("gpu0 87% 40.0/150.0 GiB 61 C")), qPrintable(strip.text()));
@@ -29,7 +29,7 @@ void tst_DeviceStrip::gpusFromNvml()
 
 void tst_DeviceStrip::cpuOnlyWithoutNvml()
 {
-    ::setenv("TRAINLAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    qputenv("TRAINLAB_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
     trainlab::DeviceStrip strip;
     QVERIFY(strip.text().startsWith(QStringLiteral("cpu ")));
     QVERIFY(!strip.text().contains(QStringLiteral("gpu")));

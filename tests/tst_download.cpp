@@ -152,8 +152,8 @@ private:
 void tst_Download::initTestCase()
 {
     // libcurl honours proxy variables; the loopback server must be reached directly.
-    ::setenv("no_proxy", "127.0.0.1,localhost", 1);
-    ::setenv("NO_PROXY", "127.0.0.1,localhost", 1);
+    qputenv("no_proxy", "127.0.0.1,localhost");
+    qputenv("NO_PROXY", "127.0.0.1,localhost");
 }
 
 void tst_Download::init()

@@ -75,9 +75,9 @@ struct EnvGuard
     ~EnvGuard()
     {
         if (m_set)
-            ::setenv(m_name, m_value.c_str(), 1);
+            qputenv(m_name, m_value.c_str());
         else
-            ::unsetenv(m_name);
+            qunsetenv(m_name);
     }
     const char *m_name;
     std::string m_value;
@@ -479,7 +479,7 @@ void tst_Hostile::runNotesStayInTheirFolder()
 void tst_Hostile::trashKeepsTheRunWhole()
 {
     const std::string data = m_tmp.path().toStdString() + "/data-" + std::to_string(std::rand());
-    ::setenv("XDG_DATA_HOME", data.c_str(), 1);
+    qputenv("XDG_DATA_HOME", data.c_str());
     const std::string trash = data + "/Trash";
     const std::string run = makeRun(m_runs, "to trash");
     const std::string named = m_runs + "/a b%ö";
@@ -505,7 +505,7 @@ void tst_Hostile::trashKeepsTheRunWhole()
     ::close(fd);
     QVERIFY(fs::exists(target + "/summary.json"));
     QVERIFY(!fs::exists(trash + "/info/" + fs::path(target).filename().string() + ".trashinfo"));
-    ::unsetenv("XDG_DATA_HOME");
+    qunsetenv("XDG_DATA_HOME");
 }
 
 void tst_Hostile::notesHeadline_data()
@@ -607,24 +607,24 @@ void tst_Hostile::sweepFolderLocked()
 void tst_Hostile::homeAndXdg()
 {
     EnvGuard home("HOME"), xdg("XDG_DATA_HOME"), runs("TRAINLAB_RUNS_DIR");
-    ::unsetenv("TRAINLAB_RUNS_DIR");
-    ::unsetenv("HOME");
-    ::setenv("XDG_DATA_HOME", "relative/data", 1);
+    qunsetenv("TRAINLAB_RUNS_DIR");
+    qunsetenv("HOME");
+    qputenv("XDG_DATA_HOME", "relative/data");
     const passwd *account = ::getpwuid(::getuid());
     QVERIFY(account && account->pw_dir);
     QCOMPARE(trainlab::defaultRunsDir(), std::string(account->pw_dir) + "/.local/share/TrainLab/runs");
     QVERIFY(trainlab::defaultRunsDir().rfind("/tmp", 0) != 0);
-    ::setenv("XDG_DATA_HOME", "/srv/data", 1);
+    qputenv("XDG_DATA_HOME", "/srv/data");
     QCOMPARE(trainlab::defaultRunsDir(), std::string("/srv/data/TrainLab/runs"));
 }
 
 void tst_Hostile::missingResourcesNamed()
 {
     EnvGuard resources("TRAINLAB_RESOURCES");
-    ::setenv("TRAINLAB_RESOURCES", "/nowhere/trainlab", 1);
+    qputenv("TRAINLAB_RESOURCES", "/nowhere/trainlab");
     const std::string problem = trainlab::resourcesProblem();
     QVERIFY2(problem.find("TRAINLAB_RESOURCES=/nowhere/trainlab") != std::string::npos, problem.c_str());
-    ::unsetenv("TRAINLAB_RESOURCES");
+    qunsetenv("TRAINLAB_RESOURCES");
     QCOMPARE(trainlab::resourcesProblem(), std::string());
 }
 
