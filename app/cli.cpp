@@ -540,9 +540,11 @@ int sweepCommand(const trainlab::CliArgs &args)
         sweep.stopOnFailure = sweep.stopOnFailure || args.stopOnFailure;
         const auto problems = sweep.validate();
         name = sweep.name;
-        mode = sweep.mode;
+        mode = sweep.mode == "random" ? "random (" + std::to_string(sweep.runs) + " runs, seed "
+                                            + std::to_string(sweep.randomSeed) + ")"
+                                      : sweep.mode;
         for (const auto &axis : sweep.activeAxes())
-            mode += " " + axis + " (" + std::to_string(sweep.axisSize(axis)) + ")";
+            mode += " " + axis + " (" + sweep.axisSummary(axis) + ")";
         if (sweep.scaleLrWithBatch)
             mode += ", learning rate scaled with the batch size";
         if (problems.empty() || args.dryRun) {

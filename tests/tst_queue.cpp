@@ -384,6 +384,23 @@ void tst_Queue::dryRunPrintsThePlanOnly()
     QCOMPARE(ask.exitCode, 2);
     QVERIFY2(ask.err.contains("201 runs, more than 200") && ask.err.contains("--yes"), qPrintable(ask.err));
     QVERIFY(!QFileInfo::exists(runs));
+
+    // A random sweep's plan names its draws; the runs are the ones planSweep draws.
+    SweepConfig random = tinySweep("{}");
+    random.mode = "random";
+    random.runs = 3;
+    random.randomSeed = 5;
+    random.ranges["learning_rate"] = {0.01, 0.2, true};
+    const QString randomFile = m_runs->filePath(QStringLiteral("random.json"));
+    random.save(randomFile.toStdString());
+    const CliOutcome drawn = finishCli(startCli({QStringLiteral("sweep"), randomFile, QStringLiteral("--dry-run"),
+                                                 QStringLiteral("--runs-dir"), runs}));
+    QVERIFY2(drawn.exitCode == 0, qPrintable(drawn.out + drawn.err));
+    QVERIFY2(drawn.out.contains("3 runs, random (3 runs, seed 5) learning_rate (0.01..0.2 log)"), qPrintable(drawn.out));
+    const auto planned = trainlab::planSweep(random);
+    for (const auto &run : planned)
+        QVERIFY2(drawn.out.contains(QString::fromStdString("planned    " + run.tag.label())), qPrintable(drawn.out));
+    QVERIFY(!QFileInfo::exists(runs));
 }
 
 QTEST_GUILESS_MAIN(tst_Queue)

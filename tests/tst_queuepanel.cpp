@@ -18,6 +18,7 @@
 #include <QSet>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -90,6 +91,7 @@ private Q_SLOTS:
     void dialogCountsRuns();
     void dialogRecipeAxes();
     void dialogAsksAboveTwoHundredRuns();
+    void dialogDrawsRandomRuns();
     void dialogLoadsPresets();
 
 private:
@@ -358,6 +360,9 @@ void tst_QueuePanel::dialogCountsRuns_data()
     QTest::newRow("not a number") << "grid" << "0.1, abc" << "" << "" << 1LL << "axes.learning_rate[1]: must be a number";
     QTest::newRow("bad batch") << "grid" << "" << "32, 0" << "" << 2LL << "axes.batch_size[1]";
     QTest::newRow("empty device set") << "grid" << "" << "" << "cpu; ;cpu" << 2LL << "axes.devices[1]";
+    QTest::newRow("random") << "random" << "0.001..0.3 log" << "32, 64" << "" << 10LL << "";
+    QTest::newRow("range in a grid") << "grid" << "0.01..0.1" << "" << "" << 0LL << "drawn from in mode \"random\" only";
+    QTest::newRow("bad range") << "random" << "0.01..fast" << "" << "" << 10LL << "axes.learning_rate: a range is MIN..MAX";
 }
 
 void tst_QueuePanel::dialogCountsRuns()
@@ -464,6 +469,40 @@ void tst_QueuePanel::dialogAsksAboveTwoHundredRuns()
     small.accept();
     QCOMPARE(asked, 0LL);
     QCOMPARE(small.result(), int(QDialog::Accepted));
+}
+
+void tst_QueuePanel::dialogDrawsRandomRuns()
+{
+    SweepDialog dialog(tinyConfig("base"));
+    auto *modeBox = child<QComboBox>(dialog, QStringLiteral("sweepMode"));
+    auto *runs = child<QSpinBox>(dialog, QStringLiteral("sweepRuns"));
+    auto *seed = child<QSpinBox>(dialog, QStringLiteral("sweepRandomSeed"));
+    QVERIFY(!runs->isEnabled() && !seed->isEnabled());
+    modeBox->setCurrentIndex(modeBox->findData(QStringLiteral("random")));
+    QVERIFY(runs->isEnabled() && seed->isEnabled());
+    runs->setValue(4);
+    seed->setValue(2);
+    QTest::keyClicks(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_learning_rate")), QStringLiteral("0.001..0.3 log"));
+    QTest::keyClicks(child<QLineEdit>(dialog, QStringLiteral("sweepAxis_momentum")), QStringLiteral("0.8 .. 0.99"));
+    QTRY_COMPARE(dialog.runCount(), 4LL);
+    QVERIFY2(dialog.problems().isEmpty(), qPrintable(dialog.problems().join('\n')));
+    QCOMPARE(child<QLabel>(dialog, QStringLiteral("sweepCount"))->text(),
+             QStringLiteral("4 runs drawn (learning_rate 0.001..0.3 log, momentum 0.8..0.99)"));
+    const SweepConfig s = dialog.sweep();
+    QCOMPARE(s.mode, std::string("random"));
+    QCOMPARE(s.runs, 4);
+    QCOMPARE(s.randomSeed, std::uint64_t(2));
+    QVERIFY(s.ranges.at("learning_rate").log);
+    QVERIFY(!s.ranges.at("momentum").log);
+    QCOMPARE(s.ranges.at("momentum").max, 0.99);
+
+    // A saved random sweep opens with its ranges, runs and seed in the fields.
+    SweepDialog reopened(tinyConfig("other"));
+    reopened.setSweep(SweepConfig::fromJson(s.toJson()));
+    QCOMPARE(child<QLineEdit>(reopened, QStringLiteral("sweepAxis_learning_rate"))->text(), QStringLiteral("0.001..0.3 log"));
+    QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRuns"))->value(), 4);
+    QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRandomSeed"))->value(), 2);
+    QCOMPARE(reopened.sweep().toJson(), s.toJson());
 }
 
 void tst_QueuePanel::dialogLoadsPresets()

@@ -7,7 +7,10 @@
 #include <QTemporaryDir>
 #include <QTest>
 
+#include "core/util/numtext.h"
+
 #include <fstream>
+#include <map>
 
 using trainlab::ConfigError;
 using trainlab::SweepConfig;
@@ -58,6 +61,7 @@ private Q_SLOTS:
     void runCount();
     void gridVariesTheLastAxisFastest();
     void zipPairsTheValues();
+    void randomDrawsFromListsAndRanges();
     void scalesTheLearningRateWithTheBatch();
     void recipeAxesReachTheConfig();
     void otherDifferencesBeyondTheAxes();
@@ -135,6 +139,48 @@ void tst_Sweep::zipPairsTheValues()
     QCOMPARE(runs[1].config.batchSize, 32);
     QCOMPARE(runs[1].config.devices, (std::vector<std::string>{"cpu", "cpu"}));
     QCOMPARE(runs[1].tag.label(), std::string("batch_size=32 devices=cpu,cpu"));
+}
+
+void tst_Sweep::randomDrawsFromListsAndRanges()
+{
+    const std::string axes = R"({"learning_rate": {"min": 0.001, "max": 0.3, "log": true},
+        "momentum": {"min": 0.5, "max": 0.95}, "batch_size": [16, 32, 64]})";
+    const SweepConfig s = SweepConfig::fromJson(sweepJson("random", axes, R"(, "runs": 400, "random_seed": 3)"));
+    QVERIFY2(s.validate().empty(), first(s.validate()));
+    QCOMPARE(s.runCount(), 400LL);
+    QCOMPARE(s.axisSummary("learning_rate"), std::string("0.001..0.3 log"));
+    const auto runs = trainlab::planSweep(s);
+    QCOMPARE(runs.size(), std::size_t(400));
+    std::map<std::int64_t, int> batches;
+    int lowDecade = 0;   // lr in [0.001, 0.01): 40 % of the log range's width, 3 % of its linear width
+    int highMomentum = 0;
+    for (const auto &run : runs) {
+        const auto &c = run.config;
+        QVERIFY(c.learningRate >= 0.001 && c.learningRate <= 0.3);
+        QVERIFY(c.momentum >= 0.5 && c.momentum <= 0.95);
+        ++batches[c.batchSize];
+        lowDecade += c.learningRate < 0.01;
+        highMomentum += c.momentum >= 0.725;
+        // Three significant digits, shown as drawn.
+        QCOMPARE(trainlab::formatGeneral(c.learningRate, 3), trainlab::formatShortest(c.learningRate));
+        QCOMPARE(run.tag.values.front().second, trainlab::formatShortest(c.learningRate));
+    }
+    QCOMPARE(batches.size(), std::size_t(3));
+    for (const auto &[batch, n] : batches)
+        QVERIFY2(n > 100 && n < 170, qPrintable(QString("batch %1 drawn %2 times of 400").arg(batch).arg(n)));
+    QVERIFY2(lowDecade > 125 && lowDecade < 200, qPrintable(QString::number(lowDecade)));
+    QVERIFY2(highMomentum > 160 && highMomentum < 240, qPrintable(QString::number(highMomentum)));
+
+    // The file plans the same runs every time, through its saved copy too; another seed draws others.
+    const auto again = trainlab::planSweep(SweepConfig::fromJson(s.toJson()));
+    const SweepConfig otherSeed = SweepConfig::fromJson(sweepJson("random", axes, R"(, "runs": 400, "random_seed": 4)"));
+    const auto other = trainlab::planSweep(otherSeed);
+    int same = 0;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+        QCOMPARE(again[k].config, runs[k].config);
+        same += other[k].config.learningRate == runs[k].config.learningRate;
+    }
+    QVERIFY2(same < 20, qPrintable(QString::number(same)));
 }
 
 void tst_Sweep::scalesTheLearningRateWithTheBatch()
@@ -281,7 +327,21 @@ void tst_Sweep::badAxesAreNamed_data()
         "axes.augmentation[0]: augmentation.crop_padding: must be 0 (off) up to 14");
     row("augmentation a number", sweepJson("grid", R"({"augmentation": [1]})"),
         "axes.augmentation[0]: must be an object of crop_padding, flip, erasing or \"none\", got an integer 1");
-    row("bad mode", sweepJson("random", "{}"), "mode: must be \"grid\" or \"zip\", got \"random\"");
+    row("bad mode", sweepJson("bayes", "{}"), "mode: must be \"grid\", \"zip\" or \"random\", got \"bayes\"");
+    row("random without runs", sweepJson("random", R"({"seed": [1, 2]})"), "runs: mode \"random\" needs how many runs");
+    row("runs in a grid", sweepJson("grid", "{}", R"(, "runs": 4)"), "runs: only mode \"random\" draws runs");
+    row("range in a grid", sweepJson("grid", R"({"momentum": {"min": 0, "max": 0.9}})"),
+        "axes.momentum: a range {min, max} is drawn from in mode \"random\" only");
+    row("range on a list axis", sweepJson("random", R"({"batch_size": {"min": 16, "max": 64}})", R"(, "runs": 2)"),
+        "axes.batch_size: must be a list of values");
+    row("range without max", sweepJson("random", R"({"momentum": {"min": 0}})", R"(, "runs": 2)"),
+        "axes.momentum.max: missing");
+    row("range upside down", sweepJson("random", R"({"momentum": {"min": 0.9, "max": 0.1}})", R"(, "runs": 2)"),
+        "axes.momentum: min must not be above max, got 0.9..0.1");
+    row("log range from 0", sweepJson("random", R"({"weight_decay": {"min": 0, "max": 0.01, "log": true}})", R"(, "runs": 2)"),
+        "axes.weight_decay.min: a log range needs min above 0");
+    row("range end invalid", sweepJson("random", R"({"momentum": {"min": 0.5, "max": 1.5}})", R"(, "runs": 2)"),
+        "axes.momentum.max: momentum: must be at least 0 and below 1, got 1.5");
     row("too many runs",
         sweepJson("grid", R"({"learning_rate": [1,2,3,4,5,6,7,8,9,10], "batch_size": [1,2,3,4,5,6,7,8,9,10],
                               "seed": [1,2,3,4,5,6,7,8,9,10], "momentum": [0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95]})"),
@@ -337,6 +397,13 @@ void tst_Sweep::jsonRoundTrip()
     QVERIFY(back.scaleLrWithBatch && back.stopOnFailure);
     QCOMPARE(back.devices.size(), std::size_t(2));
     QCOMPARE(back.base, s.base);
+    const SweepConfig random = SweepConfig::fromJson(sweepJson(
+        "random", R"({"learning_rate": {"min": 0.01, "max": 0.1, "log": true}, "seed": [1, 2]})", R"(, "runs": 5, "random_seed": 9)"));
+    const SweepConfig randomBack = SweepConfig::fromJson(random.toJson());
+    QCOMPARE(randomBack.toJson(), random.toJson());
+    QCOMPARE(randomBack.runs, 5);
+    QCOMPARE(randomBack.randomSeed, std::uint64_t(9));
+    QVERIFY(randomBack.ranges.at("learning_rate").log);
 }
 
 void tst_Sweep::shippedPresetsParse()

@@ -4,14 +4,17 @@
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFormLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QTimer>
 #include <QVBoxLayout>
 
 #include <limits>
+#include <optional>
 #include <tuple>
 
 namespace trainlab {
@@ -55,6 +58,30 @@ QString number(double v)
     return QString::number(v, 'g', 12);
 }
 
+// "0.001..0.3" or "0.001..0.3 log": a range to draw from in mode random; nullopt when text is a list.
+std::optional<AxisRange> rangeOf(const char *axis, const QString &text, QStringList *problems)
+{
+    const int dots = text.indexOf(QStringLiteral(".."));
+    if (dots < 0)
+        return std::nullopt;
+    QString high = text.mid(dots + 2).trimmed();
+    AxisRange r;
+    if (high.endsWith(QStringLiteral("log"), Qt::CaseInsensitive)) {
+        r.log = true;
+        high.chop(3);
+    }
+    bool okLow = false;
+    bool okHigh = false;
+    r.min = text.left(dots).trimmed().toDouble(&okLow);
+    r.max = high.trimmed().toDouble(&okHigh);
+    if (!okLow || !okHigh) {
+        problems->append(QObject::tr("axes.%1: a range is MIN..MAX or MIN..MAX log, got \"%2\"")
+                             .arg(QLatin1String(axis), text.trimmed().left(80)));
+        return AxisRange{};
+    }
+    return r;
+}
+
 template <typename T, typename Format>
 QString joined(const std::vector<T> &values, Format format, const QString &separator = QStringLiteral(", "))
 {
@@ -87,13 +114,15 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_name(new QLineEdit(QStringLiteral("sweep"), this))
     , m_baseLabel(new QLabel(this))
     , m_mode(new QComboBox(this))
-    , m_learningRate(axisEdit("learning_rate", tr("e.g. 0.01, 0.05, 0.2")))
+    , m_runs(new QSpinBox(this))
+    , m_randomSeed(new QSpinBox(this))
+    , m_learningRate(axisEdit("learning_rate", tr("e.g. 0.01, 0.05, 0.2; random: 0.001..0.3 log")))
     , m_batchSize(axisEdit("batch_size", tr("e.g. 32, 64")))
     , m_devices(axisEdit("devices", tr("device sets split by ';', e.g. cuda:0; cuda:0,cuda:1")))
     , m_epochs(axisEdit("epochs", tr("e.g. 2, 5")))
     , m_seed(axisEdit("seed", tr("e.g. 0, 1, 2")))
     , m_precision(axisEdit("precision", tr("e.g. fp32, bf16")))
-    , m_momentum(axisEdit("momentum", tr("e.g. 0, 0.9")))
+    , m_momentum(axisEdit("momentum", tr("e.g. 0, 0.9; random: 0.8..0.99")))
     , m_weightDecay(axisEdit("weight_decay", tr("e.g. 0, 5e-4")))
     , m_labelSmoothing(axisEdit("label_smoothing", tr("e.g. 0, 0.1")))
     , m_gradClipNorm(axisEdit("grad_clip_norm", tr("e.g. 0, 1")))
@@ -118,6 +147,14 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_mode->setObjectName(QStringLiteral("sweepMode"));
     m_mode->addItem(tr("grid: every combination"), QStringLiteral("grid"));
     m_mode->addItem(tr("zip: the i-th value of each axis together"), QStringLiteral("zip"));
+    m_mode->addItem(tr("random: runs drawn from each axis's values or range"), QStringLiteral("random"));
+    m_runs->setObjectName(QStringLiteral("sweepRuns"));
+    m_runs->setRange(1, SweepConfig::kMaxRuns);
+    m_runs->setValue(10);
+    m_runs->setToolTip(tr("How many runs to draw"));
+    m_randomSeed->setObjectName(QStringLiteral("sweepRandomSeed"));
+    m_randomSeed->setRange(0, std::numeric_limits<int>::max());
+    m_randomSeed->setToolTip(tr("The same seed draws the same runs; change it for other draws"));
     m_scaleLr->setObjectName(QStringLiteral("sweepScaleLr"));
     m_stopOnFailure->setObjectName(QStringLiteral("sweepStopOnFailure"));
     m_count->setObjectName(QStringLiteral("sweepCount"));
@@ -130,6 +167,12 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(tr("Base"), m_baseLabel);
     form->addRow(tr("Name"), m_name);
     form->addRow(tr("Mode"), m_mode);
+    auto *draws = new QHBoxLayout;
+    draws->addWidget(m_runs);
+    draws->addWidget(new QLabel(tr("draw seed"), this));
+    draws->addWidget(m_randomSeed);
+    draws->addStretch();
+    form->addRow(tr("Runs"), draws);
     form->addRow(QStringLiteral("learning_rate"), m_learningRate);
     form->addRow(QStringLiteral("batch_size"), m_batchSize);
     form->addRow(QStringLiteral("devices"), m_devices);
@@ -160,6 +203,8 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
                             m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_emaDecay, m_schedule, m_warmupEpochs, m_augmentation, m_init})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
+    connect(m_runs, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
+    connect(m_randomSeed, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
     connect(m_preset, &QComboBox::currentIndexChanged, this, [this](int index) {
         const QString name = m_preset->itemData(index).toString();
@@ -210,7 +255,11 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
 {
     m_base = sweep.base;
     m_name->setText(QString::fromStdString(sweep.name));
-    m_mode->setCurrentIndex(sweep.mode == "zip" ? 1 : 0);
+    m_mode->setCurrentIndex(std::max(0, m_mode->findData(QString::fromStdString(sweep.mode))));
+    if (sweep.mode == "random") {
+        m_runs->setValue(sweep.runs);
+        m_randomSeed->setValue(static_cast<int>(std::min<std::uint64_t>(sweep.randomSeed, std::numeric_limits<int>::max())));
+    }
     m_learningRate->setText(joined(sweep.learningRate, number));
     m_batchSize->setText(joined(sweep.batchSize, [](std::int64_t v) { return QString::number(v); }));
     m_devices->setText(joined(
@@ -233,6 +282,10 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
         sweep.augmentation, [](const AugmentationConfig &a) { return QString::fromStdString(a.describe()); },
         QStringLiteral("; ")));
     m_init->setText(joined(sweep.init, [](const std::string &k) { return QString::fromStdString(k); }));
+    for (const auto &[axis, range] : sweep.ranges) {
+        if (auto *edit = findChild<QLineEdit *>(QStringLiteral("sweepAxis_") + QString::fromStdString(axis)))
+            edit->setText(QString::fromStdString(range.text()));
+    }
     m_scaleLr->setChecked(sweep.scaleLrWithBatch);
     m_stopOnFailure->setChecked(sweep.stopOnFailure);
     revalidate();
@@ -244,14 +297,14 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
     s.name = m_name->text().trimmed().toStdString();
     s.base = m_base;
     s.mode = m_mode->currentData().toString().toStdString();
+    if (s.mode == "random") {
+        s.runs = m_runs->value();
+        s.randomSeed = static_cast<std::uint64_t>(m_randomSeed->value());
+    }
     s.scaleLrWithBatch = m_scaleLr->isChecked();
     s.stopOnFailure = m_stopOnFailure->isChecked();
     const QString notNumber = tr("must be a number");
     const QString notInteger = tr("must be a whole number");
-    s.learningRate = numbers<double>("learning_rate", m_learningRate->text(),
-                                     [](const QString &t, bool *ok) { return t.toDouble(ok); }, notNumber, problems);
-    s.momentum = numbers<double>("momentum", m_momentum->text(),
-                                 [](const QString &t, bool *ok) { return t.toDouble(ok); }, notNumber, problems);
     s.batchSize = numbers<std::int64_t>("batch_size", m_batchSize->text(),
                                         [](const QString &t, bool *ok) { return t.toLongLong(ok); }, notInteger, problems);
     s.epochs = numbers<int>("epochs", m_epochs->text(),
@@ -264,11 +317,17 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
             return v;
         },
         tr("must be a whole number from 0 to 2^63-1"), problems);
-    for (const auto &[axis, edit, values] : {std::tuple{"weight_decay", m_weightDecay, &s.weightDecay},
+    for (const auto &[axis, edit, values] : {std::tuple{"learning_rate", m_learningRate, &s.learningRate},
+                                             std::tuple{"momentum", m_momentum, &s.momentum},
+                                             std::tuple{"weight_decay", m_weightDecay, &s.weightDecay},
                                              std::tuple{"label_smoothing", m_labelSmoothing, &s.labelSmoothing},
                                              std::tuple{"grad_clip_norm", m_gradClipNorm, &s.gradClipNorm},
                                              std::tuple{"ema_decay", m_emaDecay, &s.emaDecay},
                                              std::tuple{"warmup_epochs", m_warmupEpochs, &s.warmupEpochs}}) {
+        if (const auto range = rangeOf(axis, edit->text(), problems)) {
+            s.ranges[axis] = *range;
+            continue;
+        }
         *values = numbers<double>(axis, edit->text(), [](const QString &t, bool *ok) { return t.toDouble(ok); },
                                   notNumber, problems);
     }
@@ -318,6 +377,9 @@ void SweepDialog::revalidate()
             m_problems << QString::fromStdString(p);
     }
     m_baseLabel->setText(baseText(m_base));
+    const bool random = s.mode == "random";
+    m_runs->setEnabled(random);
+    m_randomSeed->setEnabled(random);
     QString text = countText();
     if (!m_problems.isEmpty()) {
         QStringList shown = m_problems.mid(0, 5);
@@ -340,7 +402,12 @@ QString SweepDialog::countText() const
         return tr("zip needs the same number of values on every axis");
     QStringList parts;
     for (const std::string &a : axes)
-        parts << QStringLiteral("%1 %2").arg(QString::fromStdString(a)).arg(s.axisSize(a));
+        parts << QStringLiteral("%1 %2").arg(QString::fromStdString(a), QString::fromStdString(s.axisSummary(a)));
+    if (s.mode == "random") {
+        const QString from = parts.isEmpty() ? tr("no axis has values: the base experiment each time")
+                                             : parts.join(QStringLiteral(", "));
+        return m_runCount == 1 ? tr("1 run drawn (%1)").arg(from) : tr("%1 runs drawn (%2)").arg(m_runCount).arg(from);
+    }
     if (parts.isEmpty())
         return tr("1 run (no axis has values: the base experiment once)");
     const QString how = s.mode == "zip" ? tr("zip of %1").arg(parts.join(QStringLiteral(", ")))

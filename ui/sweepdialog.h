@@ -12,6 +12,7 @@ class QComboBox;
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
+class QSpinBox;
 class QTimer;
 
 namespace trainlab {
@@ -51,6 +52,8 @@ private:
     QLineEdit *m_name;
     QLabel *m_baseLabel;
     QComboBox *m_mode;
+    QSpinBox *m_runs;
+    QSpinBox *m_randomSeed;
     QLineEdit *m_learningRate;
     QLineEdit *m_batchSize;
     QLineEdit *m_devices;

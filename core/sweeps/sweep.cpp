@@ -146,16 +146,42 @@ ExperimentConfig readBase(const json &base, const std::string &baseDir, std::vec
     return {};
 }
 
-// Applies run values to a copy of the base; -1 leaves an axis at the base's value.
+// One run's values: an index into each listed axis, a drawn value for each range.
 struct Choice
 {
     std::map<std::string, std::size_t> index;
+    std::map<std::string, double> drawn;
 };
+
+// The field a number axis sets; nullptr for the other axes.
+double *numberField(ExperimentConfig &c, const std::string &axis)
+{
+    if (axis == "learning_rate")
+        return &c.learningRate;
+    if (axis == "momentum")
+        return &c.momentum;
+    if (axis == "weight_decay")
+        return &c.weightDecay;
+    if (axis == "label_smoothing")
+        return &c.labelSmoothing;
+    if (axis == "grad_clip_norm")
+        return &c.gradClipNorm;
+    if (axis == "ema_decay")
+        return &c.emaDecay;
+    if (axis == "warmup_epochs")
+        return &c.schedule.warmupEpochs;
+    return nullptr;
+}
 
 ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTag &tag)
 {
     ExperimentConfig c = s.base;
     for (const auto &axis : s.activeAxes()) {
+        if (const auto drawn = choice.drawn.find(axis); drawn != choice.drawn.end()) {
+            *numberField(c, axis) = drawn->second;
+            tag.values.emplace_back(axis, axisValue(c, axis));
+            continue;
+        }
         const std::size_t i = choice.index.at(axis);
         if (axis == "learning_rate")
             c.learningRate = s.learningRate[i];
@@ -194,6 +220,31 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
     return c;
 }
 
+// splitmix64: a fixed generator, so a sweep file draws the same runs on every machine and library.
+std::uint64_t nextRandom(std::uint64_t &state)
+{
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+double unitRandom(std::uint64_t &state)
+{
+    return static_cast<double>(nextRandom(state) >> 11) * 0x1.0p-53;
+}
+
+// A value in the range, kept to 3 significant digits so that tables and folder labels stay readable.
+double drawFrom(const AxisRange &r, double u)
+{
+    const double v = r.log ? std::exp(std::log(r.min) + u * (std::log(r.max) - std::log(r.min)))
+                           : r.min + u * (r.max - r.min);
+    double rounded = v;
+    if (!parseDouble(formatGeneral(v, 3), rounded))
+        rounded = v;
+    return std::clamp(rounded, r.min, r.max);
+}
+
 std::vector<Choice> choices(const SweepConfig &s)
 {
     const auto axes = s.activeAxes();
@@ -201,6 +252,23 @@ std::vector<Choice> choices(const SweepConfig &s)
     const long long count = s.runCount();
     if (count < 0)
         return out;
+    if (s.mode == "random") {
+        std::uint64_t state = s.randomSeed;
+        for (long long k = 0; k < count; ++k) {
+            Choice c;
+            for (const auto &a : axes) {
+                const double u = unitRandom(state);
+                if (const auto range = s.ranges.find(a); range != s.ranges.end()) {
+                    c.drawn[a] = drawFrom(range->second, u);
+                } else {
+                    const std::size_t n = s.axisSize(a);
+                    c.index[a] = std::min(n - 1, static_cast<std::size_t>(u * static_cast<double>(n)));
+                }
+            }
+            out.push_back(c);
+        }
+        return out;
+    }
     if (s.mode == "zip") {
         for (long long k = 0; k < count; ++k) {
             Choice c;
@@ -245,6 +313,17 @@ std::string axisOfKey(const std::string &key, const std::vector<std::string> &ax
 }
 
 } // namespace
+
+std::string AxisRange::text() const
+{
+    return formatGeneral(min, 12) + ".." + formatGeneral(max, 12) + (log ? " log" : "");
+}
+
+bool isRangeAxis(const std::string &axis)
+{
+    ExperimentConfig c;
+    return numberField(c, axis) != nullptr;
+}
 
 std::string SweepTag::label() const
 {
@@ -341,16 +420,25 @@ std::vector<std::string> SweepConfig::activeAxes() const
 {
     std::vector<std::string> axes;
     for (const auto &a : sweepAxisNames()) {
-        if (axisSize(a) > 0)
+        if (axisSize(a) > 0 || ranges.count(a))
             axes.push_back(a);
     }
     return axes;
+}
+
+std::string SweepConfig::axisSummary(const std::string &axis) const
+{
+    if (const auto range = ranges.find(axis); range != ranges.end())
+        return range->second.text();
+    return std::to_string(axisSize(axis));
 }
 
 long long SweepConfig::runCount() const
 {
     const auto axes = activeAxes();
     long long count = 1;
+    if (mode == "random")
+        return runs;
     if (mode == "zip") {
         if (axes.empty())
             return 1;
@@ -374,10 +462,46 @@ std::vector<std::string> SweepConfig::validate() const
     std::vector<std::string> problems;
     if (name.empty())
         problems.push_back("name: must not be empty, got \"\"");
-    if (mode != "grid" && mode != "zip") {
-        problems.push_back("mode: must be \"grid\" or \"zip\", got " + quote(mode));
+    if (mode != "grid" && mode != "zip" && mode != "random") {
+        problems.push_back("mode: must be \"grid\", \"zip\" or \"random\", got " + quote(mode));
         return problems;
     }
+    if (mode == "random" && (runs < 1 || runs > kMaxRuns)) {
+        problems.push_back("runs: mode \"random\" needs how many runs to draw, from 1 to " + std::to_string(kMaxRuns)
+                           + ", got " + std::to_string(runs));
+        return problems;
+    }
+    if (mode != "random" && !ranges.empty()) {
+        problems.push_back("axes." + ranges.begin()->first + ": a range {min, max} is drawn from in mode \"random\" only; "
+                           + "give a list of values for mode " + quote(mode) + ", got " + ranges.begin()->second.text());
+        return problems;
+    }
+    for (const auto &[axis, range] : ranges) {
+        const std::string path = "axes." + axis;
+        if (!isRangeAxis(axis)) {
+            problems.push_back(path + ": only a number axis takes a range, got " + range.text());
+            continue;
+        }
+        if (!std::isfinite(range.min) || !std::isfinite(range.max) || range.min > range.max) {
+            problems.push_back(path + ": min must not be above max, got " + range.text());
+            continue;
+        }
+        if (range.log && range.min <= 0) {
+            problems.push_back(path + ".min: a log range needs min above 0, got " + formatGeneral(range.min, 12));
+            continue;
+        }
+        // The values between are as valid as both ends for every number key.
+        for (const auto &[end, value] : {std::pair{"min", range.min}, std::pair{"max", range.max}}) {
+            ExperimentConfig c = base;
+            *numberField(c, axis) = value;
+            for (const auto &p : c.validate()) {
+                if (axisOfKey(keyOfProblem(p), {axis}) == axis)
+                    problems.push_back(path + "." + end + ": " + p);
+            }
+        }
+    }
+    if (!problems.empty())
+        return problems;
     const long long count = runCount();
     if (count < 0) {
         std::string sizes;
@@ -404,7 +528,9 @@ std::vector<std::string> SweepConfig::validate() const
             const std::string key = keyOfProblem(p);
             const std::string axis = axisOfKey(key, axes);
             std::string named;
-            if (!axis.empty()) {
+            if (!axis.empty() && all[k].drawn.count(axis)) {
+                named = "axes." + axis + " (run " + std::to_string(k + 1) + " drew " + formatGeneral(all[k].drawn.at(axis), 12) + "): " + p;
+            } else if (!axis.empty()) {
                 const std::string at = "axes." + axis + "[" + std::to_string(all[k].index.at(axis)) + "]";
                 // A key inside the axis's object ("schedule.warmup_epochs" of a schedule value) stays named.
                 named = key == axis ? at + p.substr(axis.size()) : at + ": " + p;
@@ -453,6 +579,8 @@ std::string SweepConfig::toJson() const
         axes["augmentation"].push_back({{"flip", a.flip}, {"crop_padding", a.cropPadding}, {"erasing", a.erasing}});
     if (!init.empty())
         axes["init"] = init;
+    for (const auto &[axis, range] : ranges)
+        axes[axis] = {{"min", range.min}, {"max", range.max}, {"log", range.log}};
     json j = {
         {"schema_version", kSchemaVersion},
         {"name", name},
@@ -462,6 +590,10 @@ std::string SweepConfig::toJson() const
         {"scale_lr_with_batch", scaleLrWithBatch},
         {"stop_on_failure", stopOnFailure},
     };
+    if (mode == "random") {
+        j["runs"] = runs;
+        j["random_seed"] = randomSeed;
+    }
     return j.dump(2) + "\n";
 }
 
@@ -472,13 +604,22 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     const json &root = doc.root;
     SweepConfig s;
     Reader top(root, "", problems, doc.written);
-    top.checkUnknown({"schema_version", "name", "base", "mode", "axes", "scale_lr_with_batch", "stop_on_failure"});
+    top.checkUnknown({"schema_version", "name", "base", "mode", "axes", "scale_lr_with_batch", "stop_on_failure", "runs",
+                      "random_seed"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
     if (schema != kSchemaVersion)
         problems.push_back("schema_version: must be " + std::to_string(kSchemaVersion) + ", got " + std::to_string(schema));
     top.string("name", s.name);
     top.string("mode", s.mode);
+    top.integer("runs", s.runs, 1, kMaxRuns);
+    top.integer("random_seed", s.randomSeed, 0, kInt64Max);
+    if (s.mode != "random") {
+        for (const char *key : {"runs", "random_seed"}) {
+            if (root.contains(key))
+                problems.push_back(std::string(key) + ": only mode \"random\" draws runs, got mode " + quote(s.mode));
+        }
+    }
     readBool(root, "scale_lr_with_batch", s.scaleLrWithBatch, problems);
     readBool(root, "stop_on_failure", s.stopOnFailure, problems);
     if (const auto base = root.find("base"); base != root.end())
@@ -497,6 +638,20 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
             {"ema_decay", &s.emaDecay},
             {"warmup_epochs", &s.warmupEpochs}};
         for (const auto &[key, values] : numberAxes) {
+            if (const auto range = axes->find(key); range != axes->end() && range->is_object()) {
+                Reader rr(*range, std::string("axes.") + key, problems, doc.written);
+                rr.checkUnknown({"min", "max", "log"});
+                AxisRange r;
+                for (const char *end : {"min", "max"}) {
+                    if (!range->contains(end))
+                        problems.push_back(rr.path(end) + ": missing (a range is {\"min\": A, \"max\": B})");
+                }
+                rr.number("min", r.min);
+                rr.number("max", r.max);
+                rr.boolean("log", r.log);
+                s.ranges[key] = r;
+                continue;
+            }
             readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {
                 if (!v.is_number())
                     return false;

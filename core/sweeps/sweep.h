@@ -3,6 +3,7 @@
 #include "core/config.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,20 @@ const std::vector<std::string> &sweepAxisNames();
 // for a name sweepAxisNames() does not hold.
 std::string axisValue(const ExperimentConfig &c, const std::string &axis);
 
+// A number axis drawn from in mode "random": uniform in [min, max], or log-uniform when log.
+struct AxisRange
+{
+    double min = 0;
+    double max = 0;
+    bool log = false;
+
+    // "0.001..0.3 log", as the Add Sweep dialog reads it
+    std::string text() const;
+};
+
+// The axes that take a range in mode "random" (the number axes).
+bool isRangeAxis(const std::string &axis);
+
 // A sweep file (schema_version 1): a base experiment and lists of values to try.
 struct SweepConfig
 {
@@ -37,7 +52,12 @@ struct SweepConfig
 
     std::string name = "sweep";
     ExperimentConfig base;
-    std::string mode = "grid";                  // grid: every combination; zip: the i-th value of each axis
+    // grid: every combination; zip: the i-th value of each axis; random: `runs` draws, each axis's value picked
+    // from its list or its range
+    std::string mode = "grid";
+    int runs = 0;                               // random: how many runs to draw
+    std::uint64_t randomSeed = 0;               // random: the draws' seed; the same file plans the same runs
+    std::map<std::string, AxisRange> ranges;    // random: number axes given as {min, max, log}
     std::vector<double> learningRate;
     std::vector<std::int64_t> batchSize;
     std::vector<std::vector<std::string>> devices;
@@ -59,9 +79,12 @@ struct SweepConfig
 
     // The axes that have values, in sweepAxisNames() order.
     std::vector<std::string> activeAxes() const;
-    // How many values an axis has (0 when it is not swept).
+    // How many values an axis has (0 when it is not swept or is a range).
     std::size_t axisSize(const std::string &axis) const;
-    // grid: the product of the axis sizes; zip: their common size; 1 without axes; -1 when zip sizes differ.
+    // "3" (values) or "0.001..0.3 log" (a range), for plans and counts.
+    std::string axisSummary(const std::string &axis) const;
+    // grid: the product of the axis sizes; zip: their common size; random: runs; 1 without axes; -1 when zip
+    // sizes differ.
     long long runCount() const;
 
     // Every problem at once, each "key.path: what is wrong, got value"; checks each planned run's config too.
