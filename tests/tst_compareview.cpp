@@ -185,6 +185,12 @@ void tst_CompareView::gridShowsEveryRun()
     QVERIFY(view.findChild<QChartView *>(QStringLiteral("scalingChart"))->isHidden());
     QCOMPARE(view.table()->rowCount(), 4);
     QCOMPARE(column(view.table(), QStringLiteral("speed-up")), -1);
+    // Below the table, what the runs say: the best, and how each axis went with best accuracy.
+    const QString findings = view.findChild<QLabel *>(QStringLiteral("sweepFindings"))->text();
+    QVERIFY2(findings.startsWith("best: run 4 (learning_rate=0.3 batch_size=64), test acc 0.800\n"), qPrintable(findings));
+    QVERIFY2(findings.contains("\n  learning_rate  +0.89    0.1 0.550, 0.3 0.750"), qPrintable(findings));
+    view.setEntries(kSweep, {grid().front()});
+    QVERIFY(view.findChild<QLabel *>(QStringLiteral("sweepFindings"))->isHidden());
 }
 
 void tst_CompareView::learningRateWithoutAxisUsesTheConfig()

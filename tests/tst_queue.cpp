@@ -172,8 +172,12 @@ void tst_Queue::gridRunsEveryPointTagged()
         QCOMPARE(row.values[1], i % 2 ? std::string("32") : std::string("16"));
     }
     const QString text = QString::fromStdString(trainlab::formatSweepTable(table));
-    const QStringList lines = text.split('\n', Qt::SkipEmptyParts);
+    const QStringList lines = text.section(QStringLiteral("\n\n"), 0, 0).split('\n', Qt::SkipEmptyParts);
     QCOMPARE(lines.size(), 5);
+    const auto best = std::max_element(table.rows.begin(), table.rows.end(), [](const auto &a, const auto &b) {
+        return a.bestTestAcc < b.bestTestAcc;
+    });
+    QVERIFY2(text.contains(QStringLiteral("\n\nbest: run %1 (").arg(best->index)), qPrintable(text));
     QVERIFY2(lines[0].startsWith("#  learning_rate  batch_size  status     best acc  sec/epoch  img/s"), qPrintable(text));
     QVERIFY2(lines[4].contains(QStringLiteral("%1").arg(table.rows[3].bestTestAcc, 0, 'f', 3)), qPrintable(text));
     QVERIFY(!text.contains("speed-up"));

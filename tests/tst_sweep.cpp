@@ -65,6 +65,7 @@ private Q_SLOTS:
     void scalesTheLearningRateWithTheBatch();
     void recipeAxesReachTheConfig();
     void otherDifferencesBeyondTheAxes();
+    void axisEffectsRankTheRuns();
     void augmentationDescriptionsReadBack_data();
     void augmentationDescriptionsReadBack();
     void badAxesAreNamed_data();
@@ -259,6 +260,56 @@ void tst_Sweep::otherDifferencesBeyondTheAxes()
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, trainlab::axisValue(entries[1].config, "name"));
 }
 
+void tst_Sweep::axisEffectsRankTheRuns()
+{
+    trainlab::SweepTable table;
+    table.axes = {"learning_rate", "batch_size", "precision", "seed"};
+    const struct { const char *lr, *batch, *precision, *status; double acc; } rows[] = {
+        {"0.01", "32", "fp32", "completed", 0.5}, {"0.03", "64", "bf16", "completed", 0.6},
+        {"0.1", "32", "fp32", "completed", 0.7},  {"0.3", "64", "bf16", "completed", 0.8},
+        {"1", "32", "fp32", "completed", 0.9},    {"3", "64", "fp32", "failed", 0.0}};
+    for (const auto &r : rows) {
+        trainlab::SweepRow row;
+        row.index = static_cast<int>(table.rows.size()) + 1;
+        row.values = {r.lr, r.batch, r.precision, "0"};
+        row.status = r.status;
+        row.bestTestAcc = r.acc;
+        row.secondsPerEpoch = row.status == "completed" ? 1.0 : 0.0;
+        table.rows.push_back(row);
+    }
+    const auto effects = trainlab::axisEffects(table);
+    // The seed never varies: no effect to show. The failed run counts nowhere.
+    QCOMPARE(effects.size(), std::size_t(3));
+    QCOMPARE(effects[0].axis, std::string("learning_rate"));
+    QCOMPARE(effects[0].runs, 5);
+    QCOMPARE(*effects[0].rankCorrelation, 1.0);
+    QVERIFY(effects[0].beyondChance);
+    QCOMPARE(effects[0].meanByValue.size(), std::size_t(5));
+    // Tied values share their rank: 32 and 64 do equally well on average, so no correlation.
+    QCOMPARE(effects[1].axis, std::string("batch_size"));
+    QVERIFY(qAbs(*effects[1].rankCorrelation) < 1e-12);
+    QVERIFY(!effects[1].beyondChance);
+    QCOMPARE(effects[1].meanByValue.size(), std::size_t(2));
+    QCOMPARE(effects[1].meanByValue[0].first, std::string("32"));
+    QVERIFY(qFuzzyCompare(effects[1].meanByValue[0].second, 0.7) && qFuzzyCompare(effects[1].meanByValue[1].second, 0.7));
+    QVERIFY(!effects[2].rankCorrelation);
+    QCOMPARE(effects[2].meanByValue.front().first, std::string("fp32"));
+    QVERIFY(qFuzzyCompare(effects[2].meanByValue.back().second, 0.7));
+
+    const QString text = QString::fromStdString(trainlab::formatSweepTable(table));
+    QVERIFY2(text.contains("\nbest: run 5 (learning_rate=1 batch_size=32 precision=fp32 seed=0), test acc 0.900\n"),
+             qPrintable(text));
+    QVERIFY2(text.contains("over the 5 completed runs"), qPrintable(text));
+    QVERIFY2(text.contains("\n  learning_rate  +1.00 *  0.01 0.500, 0.03 0.600"), qPrintable(text));
+    QVERIFY2(text.contains("\n  batch_size     +0.00    32 0.700, 64 0.700\n"), qPrintable(text));
+    QVERIFY2(text.contains("\n  precision             fp32 0.700, bf16 0.700\n"), qPrintable(text));
+
+    // Under three completed runs there is nothing to rank.
+    table.rows.resize(2);
+    QVERIFY(trainlab::axisEffects(table).empty());
+    QVERIFY(!QString::fromStdString(trainlab::formatSweepTable(table)).contains("Spearman"));
+}
+
 void tst_Sweep::augmentationDescriptionsReadBack_data()
 {
     QTest::addColumn<QString>("text");
@@ -409,11 +460,17 @@ void tst_Sweep::jsonRoundTrip()
 void tst_Sweep::shippedPresetsParse()
 {
     const auto names = trainlab::sweepPresetNames();
-    QCOMPARE(names, (std::vector<std::string>{"d2l-scaling", "lr-sweep-quick"}));
+    QCOMPARE(names, (std::vector<std::string>{"d2l-scaling", "lr-sweep-quick", "random-search-quick"}));
     const SweepConfig quick = trainlab::loadSweepPreset("lr-sweep-quick");
     QCOMPARE(quick.runCount(), 6LL);
     const auto problems = quick.validate();
     QVERIFY2(problems.empty(), first(problems));
+    const SweepConfig random = trainlab::loadSweepPreset("random-search-quick");
+    QCOMPARE(random.runCount(), 8LL);
+    QVERIFY2(random.validate().empty(), first(random.validate()));
+    trainlab::ExperimentConfig quickBase = quick.base;
+    quickBase.name = "random-search-quick";
+    QCOMPARE(random.base, quickBase);
     const SweepConfig scaling = trainlab::loadSweepPreset("d2l-scaling");
     const auto runs = trainlab::planSweep(scaling);
     QCOMPARE(runs.size(), std::size_t(2));

@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -180,6 +181,7 @@ CompareView::CompareView(QWidget *parent)
     , m_scalingSummary(new QLabel)
     , m_noScaling(new QLabel(tr("This sweep has no devices axis")))
     , m_tableWidget(new QTableWidget)
+    , m_findings(new QLabel)
 {
     setObjectName(QStringLiteral("compareView"));
     m_title->setObjectName(QStringLiteral("sweepTitle"));
@@ -198,6 +200,9 @@ CompareView::CompareView(QWidget *parent)
     m_tableWidget->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_tableWidget->verticalHeader()->setVisible(false);
     m_tableWidget->setWordWrap(false);   // one line per run; a cut cell ends in "…"
+    m_findings->setObjectName(QStringLiteral("sweepFindings"));
+    m_findings->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_findings->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
 
     auto *header = new QHBoxLayout;
     header->addWidget(m_title, 1);
@@ -224,7 +229,12 @@ CompareView::CompareView(QWidget *parent)
     m_tabs->addTab(m_epochsView, tr("Per epoch"));
     m_tabs->addTab(m_learningRateView, tr("Accuracy vs learning rate"));
     m_tabs->addTab(scaling, tr("Scaling"));
-    m_tabs->addTab(m_tableWidget, tr("Table"));
+    auto *tablePage = new QWidget;
+    auto *tableLayout = new QVBoxLayout(tablePage);
+    tableLayout->setContentsMargins(0, 0, 0, 0);
+    tableLayout->addWidget(m_tableWidget, 1);
+    tableLayout->addWidget(m_findings);
+    m_tabs->addTab(tablePage, tr("Table"));
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(header);
@@ -649,6 +659,9 @@ void CompareView::rebuildTable()
     // As in the history: the first line, at most 320 pixels of it; the tooltip has the whole notes.
     if (noted && m_tableWidget->columnWidth(m_tableWidget->columnCount() - 1) > 320)
         m_tableWidget->setColumnWidth(m_tableWidget->columnCount() - 1, 320);
+    const std::string findings = formatSweepFindings(m_table);
+    m_findings->setText(QString::fromStdString(findings).trimmed());
+    m_findings->setVisible(!findings.empty());
 }
 
 void CompareView::updateButtons()

@@ -103,6 +103,7 @@ private:
     QLabel *m_scalingSummary;
     QLabel *m_noScaling;
     QTableWidget *m_tableWidget;
+    QLabel *m_findings;
 };
 
 } // namespace trainlab

@@ -28,7 +28,7 @@ public:
 
     explicit SweepDialog(const ExperimentConfig &base, QWidget *parent = nullptr);
 
-    // Fills every field from a shipped sweep (d2l-scaling, lr-sweep-quick); false when there is none so named.
+    // Fills every field from a shipped sweep (d2l-scaling, lr-sweep-quick, random-search-quick); false when there is none so named.
     bool loadPreset(const QString &name);
     void setSweep(const SweepConfig &sweep);
     // The sweep the fields describe now; valid only when problems() is empty.

@@ -107,7 +107,7 @@ struct PlannedRun
 // The runs in order (the last axis varies fastest in a grid); throws ConfigError when runCount() is invalid.
 std::vector<PlannedRun> planSweep(const SweepConfig &sweep);
 
-// Sweeps shipped with TrainLab (resources/presets/sweeps): d2l-scaling, lr-sweep-quick.
+// Sweeps shipped with TrainLab (resources/presets/sweeps): d2l-scaling, lr-sweep-quick, random-search-quick.
 std::vector<std::string> sweepPresetNames();
 SweepConfig loadSweepPreset(const std::string &name);
 

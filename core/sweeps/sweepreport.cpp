@@ -5,7 +5,9 @@
 #include "core/util/numtext.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -72,7 +74,97 @@ QueueEntry entryOfRun(const RunSummary &s)
     return e;
 }
 
+// Ranks from 1, ties sharing their mean rank.
+std::vector<double> ranks(const std::vector<double> &values)
+{
+    std::vector<std::size_t> order(values.size());
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::sort(order.begin(), order.end(), [&values](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+    std::vector<double> out(values.size());
+    for (std::size_t i = 0; i < order.size();) {
+        std::size_t j = i;
+        while (j + 1 < order.size() && values[order[j + 1]] == values[order[i]])
+            ++j;
+        const double mean = (static_cast<double>(i + j) / 2.0) + 1.0;
+        for (std::size_t k = i; k <= j; ++k)
+            out[order[k]] = mean;
+        i = j + 1;
+    }
+    return out;
+}
+
+std::optional<double> pearson(const std::vector<double> &x, const std::vector<double> &y)
+{
+    const double n = static_cast<double>(x.size());
+    const double mx = std::accumulate(x.begin(), x.end(), 0.0) / n;
+    const double my = std::accumulate(y.begin(), y.end(), 0.0) / n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        sxy += (x[i] - mx) * (y[i] - my);
+        sxx += (x[i] - mx) * (x[i] - mx);
+        syy += (y[i] - my) * (y[i] - my);
+    }
+    if (sxx <= 0 || syy <= 0)
+        return std::nullopt;
+    return sxy / std::sqrt(sxx * syy);
+}
+
+std::string signedFixed(double value, int decimals)
+{
+    return (value >= 0 ? "+" : "") + fixed(value, decimals);
+}
+
 } // namespace
+
+std::vector<AxisEffect> axisEffects(const SweepTable &table)
+{
+    std::vector<const SweepRow *> done;
+    for (const SweepRow &r : table.rows) {
+        if (r.status == "completed" && r.secondsPerEpoch > 0)
+            done.push_back(&r);
+    }
+    std::vector<AxisEffect> out;
+    if (done.size() < 3)
+        return out;
+    std::vector<double> acc;
+    for (const SweepRow *r : done)
+        acc.push_back(r->bestTestAcc);
+    for (std::size_t a = 0; a < table.axes.size(); ++a) {
+        AxisEffect e;
+        e.axis = table.axes[a];
+        e.runs = static_cast<int>(done.size());
+        std::vector<double> numbers;
+        std::vector<std::pair<std::string, std::pair<double, int>>> byValue;
+        for (const SweepRow *r : done) {
+            const std::string &v = r->values[a];
+            double x = 0;
+            if (parseDouble(v, x))
+                numbers.push_back(x);
+            auto it = std::find_if(byValue.begin(), byValue.end(), [&v](const auto &p) { return p.first == v; });
+            if (it == byValue.end())
+                it = byValue.insert(byValue.end(), {v, {0.0, 0}});
+            it->second.first += r->bestTestAcc;
+            ++it->second.second;
+        }
+        if (byValue.size() < 2)
+            continue;
+        if (numbers.size() == done.size()) {
+            std::sort(byValue.begin(), byValue.end(), [](const auto &a, const auto &b) {
+                double x = 0, y = 0;
+                return parseDouble(a.first, x) && parseDouble(b.first, y) && x < y;
+            });
+            e.rankCorrelation = pearson(ranks(numbers), ranks(acc));
+            e.beyondChance = e.rankCorrelation && done.size() >= 4
+                             && std::fabs(*e.rankCorrelation) >= 1.96 / std::sqrt(static_cast<double>(done.size() - 1));
+        }
+        if (byValue.size() <= 6) {
+            for (const auto &[value, sum] : byValue)
+                e.meanByValue.emplace_back(value, sum.first / sum.second);
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
 
 SweepTable sweepTable(const std::vector<QueueEntry> &entries)
 {
@@ -148,6 +240,48 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
     return table;
 }
 
+std::string formatSweepFindings(const SweepTable &table)
+{
+    std::string out;
+    const SweepRow *best = nullptr;
+    int completed = 0;
+    for (const SweepRow &r : table.rows) {
+        if (r.status != "completed" || r.secondsPerEpoch <= 0)
+            continue;
+        ++completed;
+        if (!best || r.bestTestAcc > best->bestTestAcc)
+            best = &r;
+    }
+    if (best && completed >= 2) {
+        std::string values;
+        for (std::size_t a = 0; a < table.axes.size(); ++a)
+            values += (values.empty() ? "" : " ") + table.axes[a] + "=" + best->values[a];
+        out += "best: run " + std::to_string(best->index) + (values.empty() ? "" : " (" + values + ")") + ", test acc "
+               + fixed(best->bestTestAcc, 3) + "\n";
+    }
+    const auto effects = axisEffects(table);
+    if (effects.empty())
+        return out;
+    out += "how each setting went with best acc over the " + std::to_string(completed)
+           + " completed runs (Spearman's rank correlation, * unlikely by chance at 5 %; mean best acc per value):\n";
+    std::size_t width = 0;
+    for (const AxisEffect &e : effects)
+        width = std::max(width, e.axis.size());
+    for (const AxisEffect &e : effects) {
+        std::string line = "  " + e.axis + std::string(width - e.axis.size(), ' ');
+        line += e.rankCorrelation ? "  " + signedFixed(*e.rankCorrelation, 2) + (e.beyondChance ? " *" : "  ") : "       ";
+        std::string means;
+        for (const auto &[value, mean] : e.meanByValue)
+            means += (means.empty() ? "" : ", ") + value + " " + fixed(mean, 3);
+        if (!means.empty())
+            line += "  " + means;
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
+        out += line + "\n";
+    }
+    return out;
+}
+
 std::string formatSweepTable(const SweepTable &table)
 {
     std::vector<std::string> header = {"#"};
@@ -202,7 +336,8 @@ std::string formatSweepTable(const SweepTable &table)
         if (!r.error.empty())
             out += "run " + std::to_string(r.index) + " " + r.status + ": " + r.error + "\n";
     }
-    return out;
+    const std::string findings = formatSweepFindings(table);
+    return findings.empty() ? out : out + "\n" + findings;
 }
 
 std::string sweepTableCsv(const SweepTable &table)

@@ -4,7 +4,9 @@
 #include "core/sweeps/queue.h"
 
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trainlab {
@@ -38,7 +40,26 @@ struct SweepTable
 
 // From the queue's entries (axes from their tags, in sweepAxisNames() order).
 SweepTable sweepTable(const std::vector<QueueEntry> &entries);
-// Fixed-width text, one line per run, as `trainlab-cli sweep` prints at the end.
+// How one axis went with the best test accuracy over a sweep's completed runs.
+struct AxisEffect
+{
+    std::string axis;
+    int runs = 0;                          // completed runs measured
+    // Numbers: Spearman's rank correlation of the value with best acc (+1: the higher, the better), so a log scale
+    // reads the same as a linear one; nullopt for other values or when either side never varies.
+    std::optional<double> rankCorrelation;
+    bool beyondChance = false;             // |rank correlation| at least 1.96 / sqrt(runs - 1): about 5 % by chance
+    // Up to six distinct values: each with the mean best acc of its runs; numbers in order, others as first met.
+    std::vector<std::pair<std::string, double>> meanByValue;
+};
+
+// The axes that vary among at least three completed runs, in the table's order.
+std::vector<AxisEffect> axisEffects(const SweepTable &table);
+
+// The best of two or more completed runs and, over three or more, each axis's effect; "" when there is neither.
+std::string formatSweepFindings(const SweepTable &table);
+// Fixed-width text, one line per run, as `trainlab-cli sweep` prints at the end; then, after a blank line, the
+// findings.
 std::string formatSweepTable(const SweepTable &table);
 std::string sweepTableCsv(const SweepTable &table);
 
