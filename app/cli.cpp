@@ -461,7 +461,9 @@ public:
         std::printf("run %zu/%zu %s: %s  best acc %.3f  %.1f s/epoch  %.1f img/s  %s\n", i + 1, m_queue.size(),
                     trainlab::toString(e.state), e.tag.label().c_str(), e.bestTestAcc, e.meanEpochSeconds,
                     e.imagesPerSecond, e.runDir.c_str());
-        if (!e.error.empty())
+        if (e.state == trainlab::EntryState::Pruned)
+            std::printf("    pruned: %s\n", e.error.c_str());
+        else if (!e.error.empty())
             std::fprintf(stderr, "trainlab-cli: run %zu failed: %s\n", i + 1, e.error.c_str());
         std::fflush(stdout);
     }
@@ -547,6 +549,9 @@ int sweepCommand(const trainlab::CliArgs &args)
             mode += " " + axis + " (" + sweep.axisSummary(axis) + ")";
         if (sweep.scaleLrWithBatch)
             mode += ", learning rate scaled with the batch size";
+        if (sweep.pruning.on())
+            mode += ", pruned below the median once " + std::to_string(sweep.pruning.startupRuns)
+                    + " others reached the epoch, from epoch " + std::to_string(sweep.pruning.minEpochs);
         if (problems.empty() || args.dryRun) {
             if (sweep.runCount() >= 0 && sweep.runCount() <= trainlab::SweepConfig::kMaxRuns)
                 queue.addSweep(sweep, "dry-run");
@@ -596,7 +601,7 @@ int sweepCommand(const trainlab::CliArgs &args)
     }
     bool allDone = true;
     for (const auto &e : queue.entries())
-        allDone = allDone && e.state == trainlab::EntryState::Completed;
+        allDone = allDone && (e.state == trainlab::EntryState::Completed || e.state == trainlab::EntryState::Pruned);
     if (!allDone && g_stop.load())
         std::printf("stopped; go on with: trainlab-cli sweep --resume %s\n", dir.c_str());
     std::fflush(stdout);

@@ -18,6 +18,7 @@
 
 using trainlab::EntryState;
 using trainlab::Queue;
+using trainlab::QueueEntry;
 using trainlab::SweepConfig;
 
 namespace {
@@ -109,6 +110,8 @@ private Q_SLOTS:
     void onlyWaitingEntriesMove();
     void killedSweepResumesWhereItStopped();
     void dryRunPrintsThePlanOnly();
+    void pruneReasonComparesTheSameEpoch();
+    void prunedRunStopsAndTheQueueGoesOn();
 
 private:
     std::string runsDir() const { return m_runs->path().toStdString(); }
@@ -405,6 +408,96 @@ void tst_Queue::dryRunPrintsThePlanOnly()
     for (const auto &run : planned)
         QVERIFY2(drawn.out.contains(QString::fromStdString("planned    " + run.tag.label())), qPrintable(drawn.out));
     QVERIFY(!QFileInfo::exists(runs));
+}
+
+namespace {
+
+QueueEntry finishedEntry(const std::string &sweepId, std::vector<double> testAcc)
+{
+    QueueEntry e;
+    e.tag.id = sweepId;
+    e.state = EntryState::Completed;
+    for (double acc : testAcc) {
+        trainlab::EpochMetrics m;
+        m.epoch = static_cast<int>(e.metrics.size()) + 1;
+        m.testAcc = acc;
+        e.metrics.push_back(m);
+    }
+    return e;
+}
+
+trainlab::EpochMetrics epochAt(int epoch, double testAcc)
+{
+    trainlab::EpochMetrics m;
+    m.epoch = epoch;
+    m.testAcc = testAcc;
+    return m;
+}
+
+} // namespace
+
+void tst_Queue::pruneReasonComparesTheSameEpoch()
+{
+    Queue queue;
+    QueueEntry running;
+    running.tag.id = "s";
+    running.config.epochs = 4;
+    running.prune = {"median", 3, 2};
+    queue.add(running);
+    queue.add(finishedEntry("s", {0.2, 0.50, 0.7}));
+    queue.add(finishedEntry("s", {0.3, 0.60}));          // pruned after epoch 2: it still counts there
+    queue.add(finishedEntry("other", {0.9, 0.95, 0.95}));   // another sweep's run never counts
+    // Two runs of the sweep reached epoch 2: fewer than startup_runs.
+    QCOMPARE(queue.pruneReason(0, epochAt(2, 0.1)), std::string());
+    queue.add(finishedEntry("s", {0.4, 0.80, 0.8}));
+    // Epoch 1 is before min_epochs; at epoch 2 the median of 0.5, 0.6, 0.8 is 0.6.
+    QCOMPARE(queue.pruneReason(0, epochAt(1, 0.0)), std::string());
+    QCOMPARE(queue.pruneReason(0, epochAt(2, 0.6)), std::string());
+    QCOMPARE(queue.pruneReason(0, epochAt(2, 0.59)),
+             std::string("test acc 0.590 at epoch 2 is below the median 0.600 of the sweep's 3 other runs there"));
+    queue.add(finishedEntry("s", {0.1, 0.9}));
+    QVERIFY(QString::fromStdString(queue.pruneReason(0, epochAt(2, 0.69))).contains("below the median 0.700 of the sweep's 4"));
+    // The last epoch saves nothing; only two runs reached epoch 3.
+    QCOMPARE(queue.pruneReason(0, epochAt(4, 0.0)), std::string());
+    QCOMPARE(queue.pruneReason(0, epochAt(3, 0.0)), std::string());
+    // Without a rule nothing is pruned.
+    QCOMPARE(queue.pruneReason(1, epochAt(2, 0.0)), std::string());
+}
+
+void tst_Queue::prunedRunStopsAndTheQueueGoesOn()
+{
+    // A run already at 0.99 after epoch 1, then two 2-epoch runs that cannot reach it: each stops after epoch 1.
+    SweepConfig sweep = tinySweep(R"({"seed": [1, 2]})", 2);
+    sweep.pruning = {"median", 1, 1};
+    const std::string id = "prune";
+    const std::string state = trainlab::sweepDir(runsDir(), id) + "/queue.json";
+    Queue queue(state);
+    QueueEntry best = finishedEntry(id, {0.99, 0.99});
+    best.config = sweep.base;
+    queue.add(best);
+    queue.addSweep(sweep, id);
+    QCOMPARE(queue.at(1).prune, sweep.pruning);
+    trainlab::StopFlag stop{false};
+    Recorder rec(stop);
+    trainlab::runQueue(queue, rec, stop, options());
+    for (std::size_t i : {std::size_t(1), std::size_t(2)}) {
+        const QueueEntry &e = queue.at(i);
+        QCOMPARE(e.state, EntryState::Pruned);
+        // The second compares with the first pruned one too: both reached epoch 1.
+        const QString median = i == 1 ? "median 0.990 of the sweep's 1 other runs" : "of the sweep's 2 other runs";
+        QVERIFY2(QString::fromStdString(e.error).contains("at epoch 1 is below the " + QString(i == 1 ? median : "")), e.error.c_str());
+        QVERIFY2(QString::fromStdString(e.error).contains(median), e.error.c_str());
+        QCOMPARE(trainlab::readMetrics(e.runDir).size(), std::size_t(1));
+        QCOMPARE(trainlab::readRunSummary(e.runDir).status, std::string("stopped"));
+        QCOMPARE(trainlab::readRunNotes(e.runDir), "pruned by its sweep: " + e.error);
+    }
+    QCOMPARE(queue.next(), -1);   // a pruned run is kept, never resumed
+    const Queue again = Queue::load(state);
+    QCOMPARE(again.at(2).state, EntryState::Pruned);
+    QCOMPARE(again.at(2).prune, sweep.pruning);
+    QCOMPARE(again.next(), -1);
+    const QString text = QString::fromStdString(trainlab::formatSweepTable(trainlab::sweepTable(queue.entries())));
+    QVERIFY2(text.contains(QRegularExpression("\n2  2     pruned")) && text.contains("run 2 pruned: test acc"), qPrintable(text));
 }
 
 QTEST_GUILESS_MAIN(tst_Queue)

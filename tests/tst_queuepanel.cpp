@@ -7,6 +7,7 @@
 #include "ui/sweepdialog.h"
 
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
@@ -92,6 +93,7 @@ private Q_SLOTS:
     void dialogRecipeAxes();
     void dialogAsksAboveTwoHundredRuns();
     void dialogDrawsRandomRuns();
+    void prunedRunLetsTheQueueGoOn();
     void dialogLoadsPresets();
 
 private:
@@ -503,6 +505,69 @@ void tst_QueuePanel::dialogDrawsRandomRuns()
     QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRuns"))->value(), 4);
     QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRandomSeed"))->value(), 2);
     QCOMPARE(reopened.sweep().toJson(), s.toJson());
+
+    auto *prune = child<QCheckBox>(dialog, QStringLiteral("sweepPrune"));
+    QVERIFY(!dialog.sweep().pruning.on());
+    QVERIFY(!child<QSpinBox>(dialog, QStringLiteral("sweepPruneStartup"))->isEnabled());
+    prune->setChecked(true);
+    QVERIFY(child<QSpinBox>(dialog, QStringLiteral("sweepPruneStartup"))->isEnabled());
+    child<QSpinBox>(dialog, QStringLiteral("sweepPruneMinEpochs"))->setValue(2);
+    QCOMPARE(dialog.sweep().pruning, (trainlab::PruneRule{"median", 3, 2}));
+    reopened.setSweep(dialog.sweep());
+    QVERIFY(child<QCheckBox>(reopened, QStringLiteral("sweepPrune"))->isChecked());
+    QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepPruneMinEpochs"))->value(), 2);
+}
+
+void tst_QueuePanel::prunedRunLetsTheQueueGoOn()
+{
+    SweepConfig sweep;
+    sweep.name = "prune";
+    sweep.base = tinyConfig("prune");
+    sweep.base.epochs = 3;
+    sweep.seed = {1, 2, 3};
+    sweep.pruning = {"median", 1, 1};
+    QueuePanel panel;
+    panel.setRunsDir(m_runsDir);
+    QString error;
+    QVERIFY2(!panel.addSweep(sweep, &error).isEmpty(), qPrintable(error));
+    int launches = 0;
+    panel.setLauncher([&launches](const trainlab::QueueEntry &, bool) { return ++launches, true; });
+    QSignalSpy stops(&panel, &QueuePanel::stopRequested);
+    auto epoch = [](int n, double acc) {
+        trainlab::EpochMetrics m;
+        m.epoch = n;
+        m.testAcc = acc;
+        return m;
+    };
+    panel.startQueue();
+    QCOMPARE(launches, 1);
+    trainlab::RunResult first;
+    first.status = trainlab::RunStatus::Completed;
+    first.epochs = {epoch(1, 0.8), epoch(2, 0.8), epoch(3, 0.8)};
+    for (const auto &m : first.epochs)
+        panel.onEpochDone(m);   // no other run yet: nothing to compare with
+    panel.onRunFinished(first);
+    panel.onRunnerIdle();
+    QTRY_COMPARE(launches, 2);
+
+    // Below the first run at epoch 1: the panel asks the window for a stop, once, and keeps the queue going.
+    panel.onEpochDone(epoch(1, 0.5));
+    QCOMPARE(stops.count(), 1);
+    panel.onEpochDone(epoch(1, 0.5));
+    QCOMPARE(stops.count(), 1);
+    trainlab::RunResult second;
+    second.status = trainlab::RunStatus::Stopped;
+    second.epochs = {epoch(1, 0.5)};
+    panel.onRunFinished(second);
+    QCOMPARE(states(panel), QStringList({"completed", "pruned", "waiting"}));
+    QVERIFY(panel.isActive());
+    QVERIFY2(panel.findChild<QLabel *>(QStringLiteral("queueMessage"))->text().startsWith("Run 2 pruned: test acc 0.500"),
+             qPrintable(panel.findChild<QLabel *>(QStringLiteral("queueMessage"))->text()));
+    panel.onRunnerIdle();
+    QTRY_COMPARE(launches, 3);
+    // Above the median of 0.8 and 0.5: it goes on.
+    panel.onEpochDone(epoch(1, 0.7));
+    QCOMPARE(stops.count(), 1);
 }
 
 void tst_QueuePanel::dialogLoadsPresets()

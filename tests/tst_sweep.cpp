@@ -393,6 +393,13 @@ void tst_Sweep::badAxesAreNamed_data()
         "axes.weight_decay.min: a log range needs min above 0");
     row("range end invalid", sweepJson("random", R"({"momentum": {"min": 0.5, "max": 1.5}})", R"(, "runs": 2)"),
         "axes.momentum.max: momentum: must be at least 0 and below 1, got 1.5");
+    row("unknown pruning rule", sweepJson("grid", "{}", R"(, "pruning": {"rule": "mean"})"),
+        "pruning.rule: must be \"median\", got \"mean\"");
+    row("pruning without a rule", sweepJson("grid", "{}", R"(, "pruning": {"min_epochs": 2})"), "pruning.rule: missing");
+    row("pruning from epoch 0", sweepJson("grid", "{}", R"(, "pruning": {"rule": "median", "min_epochs": 0})"),
+        "pruning.min_epochs: must be from 1 to 100000, got 0");
+    row("pruning unknown key", sweepJson("grid", "{}", R"(, "pruning": {"rule": "median", "patience": 2})"),
+        "pruning.patience: unknown key");
     row("too many runs",
         sweepJson("grid", R"({"learning_rate": [1,2,3,4,5,6,7,8,9,10], "batch_size": [1,2,3,4,5,6,7,8,9,10],
                               "seed": [1,2,3,4,5,6,7,8,9,10], "momentum": [0,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95]})"),
@@ -455,6 +462,11 @@ void tst_Sweep::jsonRoundTrip()
     QCOMPARE(randomBack.runs, 5);
     QCOMPARE(randomBack.randomSeed, std::uint64_t(9));
     QVERIFY(randomBack.ranges.at("learning_rate").log);
+    const SweepConfig pruned = SweepConfig::fromJson(
+        sweepJson("grid", R"({"seed": [1, 2]})", R"(, "pruning": {"rule": "median", "startup_runs": 5})"));
+    QCOMPARE(pruned.pruning, (trainlab::PruneRule{"median", 5, 1}));
+    QCOMPARE(SweepConfig::fromJson(pruned.toJson()).pruning, pruned.pruning);
+    QVERIFY(!SweepConfig::fromJson(s.toJson()).pruning.on());
 }
 
 void tst_Sweep::shippedPresetsParse()

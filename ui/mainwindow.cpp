@@ -98,6 +98,7 @@ MainWindow::MainWindow(QWidget *parent)
     // After the window's own handlers: the panel sees a run the window has already shown.
     connect(m_runner, &TrainingRunner::runStarted, m_queuePanel, &QueuePanel::onRunStarted);
     connect(m_runner, &TrainingRunner::finished, m_queuePanel, &QueuePanel::onRunFinished);
+    connect(m_runner, &TrainingRunner::epochDone, m_queuePanel, &QueuePanel::onEpochDone);
     connect(m_runner, &TrainingRunner::idle, m_queuePanel, &QueuePanel::onRunnerIdle);
     m_queuePanel->setLauncher([this](const QueueEntry &entry, bool resume) { return launchQueued(entry, resume); });
     connect(m_queuePanel, &QueuePanel::stopRequested, this, &MainWindow::stopRun);

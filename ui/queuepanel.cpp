@@ -13,6 +13,8 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QTimer>
+
+#include <utility>
 #include <QVBoxLayout>
 
 namespace trainlab {
@@ -39,6 +41,7 @@ QColor stateColour(EntryState state)
     case EntryState::Completed: return QColor(0x2ca02c);
     case EntryState::Failed: return QColor(0xd62728);
     case EntryState::Stopped: return QColor(0xff7f0e);
+    case EntryState::Pruned: return QColor(0x7f7f7f);
     case EntryState::Waiting: break;
     }
     return QColor(0x7f7f7f);
@@ -309,6 +312,7 @@ void QueuePanel::launchNext()
         return;
     }
     m_current = i;
+    m_pruneReason.clear();
     m_queue->markStarted(at);
     refresh();
 }
@@ -326,8 +330,15 @@ void QueuePanel::onRunFinished(const RunResult &result)
     if (m_current < 0)
         return;
     const int finished = m_current;
-    m_queue->markFinished(static_cast<std::size_t>(finished), result);
+    const std::string pruned = std::exchange(m_pruneReason, std::string());
     m_current = -1;
+    if (!pruned.empty() && !m_stopping && result.status == RunStatus::Stopped) {
+        m_queue->markPruned(static_cast<std::size_t>(finished), result, pruned);
+        setMessage(tr("Run %1 pruned: %2").arg(finished + 1).arg(QString::fromStdString(pruned)));
+        refresh();
+        return;   // the runner's idle starts the next one
+    }
+    m_queue->markFinished(static_cast<std::size_t>(finished), result);
     // A stop from anywhere (this panel or the window's Stop) stops the queue; Start resumes that run.
     if (m_stopping || result.status == RunStatus::Stopped) {
         m_active = false;
@@ -341,6 +352,17 @@ void QueuePanel::onRunFinished(const RunResult &result)
     if (!m_queue->saveError().empty())
         setMessage(tr("The queue's state could not be saved: %1").arg(QString::fromStdString(m_queue->saveError())));
     refresh();
+}
+
+void QueuePanel::onEpochDone(const EpochMetrics &metrics)
+{
+    if (m_current < 0 || !m_pruneReason.empty() || m_stopping)
+        return;
+    m_pruneReason = m_queue->pruneReason(static_cast<std::size_t>(m_current), metrics);
+    if (!m_pruneReason.empty()) {
+        setMessage(tr("Pruning run %1: %2").arg(m_current + 1).arg(QString::fromStdString(m_pruneReason)));
+        Q_EMIT stopRequested();
+    }
 }
 
 void QueuePanel::onRunnerIdle()
@@ -358,7 +380,7 @@ void QueuePanel::refresh()
     for (int r = 0; r < static_cast<int>(entries.size()); ++r) {
         const QueueEntry &e = entries[static_cast<std::size_t>(r)];
         const bool finished = e.state == EntryState::Completed || e.state == EntryState::Stopped
-                              || e.state == EntryState::Failed;
+                              || e.state == EntryState::Failed || e.state == EntryState::Pruned;
         QString state = QString::fromLatin1(toString(e.state));
         if (e.state == EntryState::Completed)
             state = tr("done");
@@ -399,7 +421,7 @@ void QueuePanel::updateButtons()
     m_remove->setEnabled(e && row != m_current && e->state != EntryState::Running);
     m_retry->setEnabled(e && row != m_current
                         && (e->state == EntryState::Failed || e->state == EntryState::Stopped
-                            || e->state == EntryState::Completed));
+                            || e->state == EntryState::Completed || e->state == EntryState::Pruned));
     m_clear->setEnabled(m_current < 0);
     m_compare->setEnabled(e && !e->tag.empty());
     m_start->setEnabled(!m_active && m_queue->size() > 0);

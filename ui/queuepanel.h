@@ -62,6 +62,8 @@ public Q_SLOTS:
     // The window's runner reports here; events of a run the queue did not start are ignored.
     void onRunStarted(const trainlab::RunInfo &info);
     void onRunFinished(const trainlab::RunResult &result);
+    // The running entry's sweep may prune it here: the panel then asks for a stop and goes on with the queue.
+    void onEpochDone(const trainlab::EpochMetrics &metrics);
     void onRunnerIdle();
 
 Q_SIGNALS:
@@ -84,6 +86,7 @@ private:
     int m_current = -1;         // the entry whose run is going, -1 between runs
     bool m_active = false;
     bool m_stopping = false;
+    std::string m_pruneReason;  // why the running entry is being stopped by its sweep; "" otherwise
     QTableWidget *m_table;
     QLabel *m_message;
     QPushButton *m_addCurrent;

@@ -133,6 +133,9 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_init(axisEdit("init", tr("initial weights, e.g. d2l, pytorch")))
     , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
     , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
+    , m_prune(new QCheckBox(tr("Prune: stop a run whose test accuracy is below the median of the others"), this))
+    , m_pruneStartup(new QSpinBox(this))
+    , m_pruneMinEpochs(new QSpinBox(this))
     , m_count(new QLabel(this))
     , m_buttons(new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this))
     , m_validateTimer(new QTimer(this))
@@ -157,6 +160,18 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_randomSeed->setToolTip(tr("The same seed draws the same runs; change it for other draws"));
     m_scaleLr->setObjectName(QStringLiteral("sweepScaleLr"));
     m_stopOnFailure->setObjectName(QStringLiteral("sweepStopOnFailure"));
+    m_prune->setObjectName(QStringLiteral("sweepPrune"));
+    m_prune->setToolTip(tr("After each epoch, a run below the median test accuracy of the sweep's other runs at that "
+                           "epoch stops and is kept as pruned; the queue goes on"));
+    m_pruneStartup->setObjectName(QStringLiteral("sweepPruneStartup"));
+    m_pruneStartup->setRange(1, SweepConfig::kMaxRuns);
+    m_pruneStartup->setValue(PruneRule{}.startupRuns);
+    m_pruneStartup->setPrefix(tr("once "));
+    m_pruneStartup->setSuffix(tr(" others reached the epoch"));
+    m_pruneMinEpochs->setObjectName(QStringLiteral("sweepPruneMinEpochs"));
+    m_pruneMinEpochs->setRange(1, 100000);
+    m_pruneMinEpochs->setValue(PruneRule{}.minEpochs);
+    m_pruneMinEpochs->setPrefix(tr("from epoch "));
     m_count->setObjectName(QStringLiteral("sweepCount"));
     m_count->setWordWrap(true);
     m_baseLabel->setWordWrap(true);
@@ -190,6 +205,12 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QStringLiteral("init"), m_init);
     form->addRow(QString(), m_scaleLr);
     form->addRow(QString(), m_stopOnFailure);
+    auto *prune = new QHBoxLayout;
+    prune->addWidget(m_prune);
+    prune->addWidget(m_pruneStartup);
+    prune->addWidget(m_pruneMinEpochs);
+    prune->addStretch();
+    form->addRow(QString(), prune);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addWidget(m_count);
@@ -206,6 +227,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     connect(m_runs, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_randomSeed, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
+    connect(m_prune, &QCheckBox::toggled, this, &SweepDialog::revalidate);
     connect(m_preset, &QComboBox::currentIndexChanged, this, [this](int index) {
         const QString name = m_preset->itemData(index).toString();
         if (name.isEmpty()) {
@@ -288,6 +310,10 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
     }
     m_scaleLr->setChecked(sweep.scaleLrWithBatch);
     m_stopOnFailure->setChecked(sweep.stopOnFailure);
+    m_prune->setChecked(sweep.pruning.on());
+    const PruneRule rule = sweep.pruning.on() ? sweep.pruning : PruneRule{};
+    m_pruneStartup->setValue(rule.startupRuns);
+    m_pruneMinEpochs->setValue(rule.minEpochs);
     revalidate();
 }
 
@@ -303,6 +329,8 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
     }
     s.scaleLrWithBatch = m_scaleLr->isChecked();
     s.stopOnFailure = m_stopOnFailure->isChecked();
+    if (m_prune->isChecked())
+        s.pruning = {"median", m_pruneStartup->value(), m_pruneMinEpochs->value()};
     const QString notNumber = tr("must be a number");
     const QString notInteger = tr("must be a whole number");
     s.batchSize = numbers<std::int64_t>("batch_size", m_batchSize->text(),
@@ -380,6 +408,8 @@ void SweepDialog::revalidate()
     const bool random = s.mode == "random";
     m_runs->setEnabled(random);
     m_randomSeed->setEnabled(random);
+    m_pruneStartup->setEnabled(m_prune->isChecked());
+    m_pruneMinEpochs->setEnabled(m_prune->isChecked());
     QString text = countText();
     if (!m_problems.isEmpty()) {
         QStringList shown = m_problems.mid(0, 5);

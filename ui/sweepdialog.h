@@ -71,6 +71,9 @@ private:
     QLineEdit *m_init;
     QCheckBox *m_scaleLr;
     QCheckBox *m_stopOnFailure;
+    QCheckBox *m_prune;
+    QSpinBox *m_pruneStartup;
+    QSpinBox *m_pruneMinEpochs;
     QLabel *m_count;
     QDialogButtonBox *m_buttons;
     QTimer *m_validateTimer;

@@ -1,12 +1,15 @@
 #include "core/sweeps/queue.h"
 
 #include "core/runs/runrecord.h"
+#include "core/runs/runstorage.h"
 #include "core/util/atomicfile.h"
 #include "core/util/jsonread.h"
+#include "core/util/numtext.h"
 #include "core/util/paths.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 
@@ -19,11 +22,11 @@ namespace {
 
 constexpr int kStateVersion = 1;
 
-const char *const kStates[] = {"waiting", "running", "completed", "stopped", "failed"};
+const char *const kStates[] = {"waiting", "running", "completed", "stopped", "failed", "pruned"};
 
 EntryState stateFromString(const std::string &text, const std::string &origin)
 {
-    for (int i = 0; i < 5; ++i) {
+    for (int i = 0; i < 6; ++i) {
         if (text == kStates[i])
             return static_cast<EntryState>(i);
     }
@@ -83,7 +86,8 @@ std::string findTaggedRun(const std::string &runsDir, const SweepTag &tag)
     return {};
 }
 
-// Passes every event on, and notes the run folder in the queue as soon as it exists.
+// Passes every event on, notes the run folder in the queue as soon as it exists, and asks for a stop at the
+// next batch once the sweep's pruning rule says so.
 class EntryObserver : public TrainingObserver
 {
 public:
@@ -96,15 +100,25 @@ public:
             m_queue.setRunDir(m_index, info.runDir);
         m_inner.onRunStarted(info);
     }
-    bool onBatch(const BatchProgress &p) override { return m_inner.onBatch(p); }
-    void onEpoch(const EpochMetrics &m) override { m_inner.onEpoch(m); }
+    bool onBatch(const BatchProgress &p) override { return m_inner.onBatch(p) && m_pruneReason.empty(); }
+    void onEpoch(const EpochMetrics &m) override
+    {
+        m_inner.onEpoch(m);
+        if (m_pruneReason.empty()) {
+            m_pruneReason = m_queue.pruneReason(m_index, m);
+            if (!m_pruneReason.empty())
+                m_inner.onLog("queue: pruning run " + std::to_string(m_index + 1) + ": " + m_pruneReason);
+        }
+    }
     void onLog(const std::string &line) override { m_inner.onLog(line); }
     void onFinished(const RunResult &r) override { m_inner.onFinished(r); }
+    const std::string &pruneReason() const { return m_pruneReason; }
 
 private:
     QueueObserver &m_inner;
     Queue &m_queue;
     std::size_t m_index;
+    std::string m_pruneReason;
 };
 
 } // namespace
@@ -142,6 +156,13 @@ Queue Queue::load(const std::string &stateFile)
             entry.state = stateFromString(e.value("state", "waiting"), where);
             entry.runDir = e.value("run_dir", "");
             entry.error = e.value("error", "");
+            if (const auto prune = e.find("prune"); prune != e.end() && prune->is_object()) {
+                entry.prune.rule = prune->value("rule", "");
+                entry.prune.startupRuns = intField(*prune, "startup_runs", 3, 1, SweepConfig::kMaxRuns, where + ".prune");
+                entry.prune.minEpochs = intField(*prune, "min_epochs", 1, 1, 100000, where + ".prune");
+                if (entry.prune.on() && entry.prune.rule != "median")
+                    throw ConfigError(where + ".prune.rule: must be \"median\", got \"" + entry.prune.rule + "\"");
+            }
             entry.epochsDone = intField(e, "epochs_done", 0, 0, 100000, where);
             entry.bestTestAcc = e.value("best_test_acc", 0.0);
             entry.meanEpochSeconds = e.value("mean_epoch_seconds", 0.0);
@@ -191,6 +212,7 @@ void Queue::addSweep(const SweepConfig &sweep, const std::string &sweepId)
         entry.config = std::move(run.config);
         entry.tag = std::move(run.tag);
         entry.tag.id = sweepId;
+        entry.prune = sweep.pruning;
         m_entries.push_back(std::move(entry));
     }
     if (m_sweepId.empty())
@@ -223,7 +245,7 @@ void Queue::clearFinished()
 {
     std::vector<QueueEntry> kept;
     for (auto &e : m_entries) {
-        if (e.state != EntryState::Completed && e.state != EntryState::Failed)
+        if (e.state != EntryState::Completed && e.state != EntryState::Failed && e.state != EntryState::Pruned)
             kept.push_back(std::move(e));
     }
     m_entries = std::move(kept);
@@ -283,10 +305,55 @@ void Queue::markFinished(std::size_t i, const RunResult &r)
     changed();
 }
 
+std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
+{
+    const QueueEntry &e = m_entries.at(i);
+    if (!e.prune.on() || e.tag.empty() || m.epoch < e.prune.minEpochs || m.epoch >= e.config.epochs)
+        return {};
+    std::vector<double> others;
+    for (std::size_t k = 0; k < m_entries.size(); ++k) {
+        const QueueEntry &o = m_entries[k];
+        if (k == i || o.tag.id != e.tag.id)
+            continue;
+        for (const EpochMetrics &om : o.metrics) {
+            if (om.epoch == m.epoch)
+                others.push_back(om.testAcc);
+        }
+    }
+    if (others.size() < static_cast<std::size_t>(e.prune.startupRuns))
+        return {};
+    std::sort(others.begin(), others.end());
+    const std::size_t n = others.size();
+    const double median = n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2.0;
+    if (!(m.testAcc < median))
+        return {};
+    return "test acc " + formatFixed(m.testAcc, 3) + " at epoch " + std::to_string(m.epoch) + " is below the median "
+           + formatFixed(median, 3) + " of the sweep's " + std::to_string(n) + " other runs there";
+}
+
+void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &reason)
+{
+    markFinished(i, r);
+    QueueEntry &e = m_entries.at(i);
+    e.state = EntryState::Pruned;
+    e.error = reason;
+    if (!e.runDir.empty()) {
+        // The History shows it beside the run; a note the person wrote stays first.
+        try {
+            const std::string notes = readRunNotes(e.runDir);
+            writeRunNotes(e.runDir, (notes.empty() ? "" : notes + "\n") + "pruned by its sweep: " + reason);
+        } catch (const std::exception &) {
+            // notes that cannot be read or written leave the reason in the queue only
+        }
+    }
+    changed();
+}
+
 bool Queue::requeue(std::size_t i)
 {
     QueueEntry &e = m_entries.at(i);
-    if (e.state != EntryState::Failed && e.state != EntryState::Stopped && e.state != EntryState::Completed)
+    if (e.state != EntryState::Failed && e.state != EntryState::Stopped && e.state != EntryState::Completed
+        && e.state != EntryState::Pruned)
         return false;
     e.state = EntryState::Waiting;
     e.runDir.clear();
@@ -321,6 +388,9 @@ void Queue::save() const
             {"state", toString(e.state)},
             {"run_dir", e.runDir},
             {"error", e.error},
+            {"prune", e.prune.on() ? json{{"rule", e.prune.rule}, {"startup_runs", e.prune.startupRuns},
+                                           {"min_epochs", e.prune.minEpochs}}
+                                    : json(nullptr)},
             {"epochs_done", e.epochsDone},
             {"best_test_acc", e.bestTestAcc},
             {"mean_epoch_seconds", e.meanEpochSeconds},
@@ -372,7 +442,10 @@ void runQueue(Queue &queue, QueueObserver &observer, const StopFlag &stop, const
             r.runDir = dir;
             observer.onFinished(r);
         }
-        queue.markFinished(at, r);
+        if (!forward.pruneReason().empty() && r.status == RunStatus::Stopped && !stop.load())
+            queue.markPruned(at, r, forward.pruneReason());
+        else
+            queue.markFinished(at, r);
         if (!queue.saveError().empty())
             observer.onLog("queue: cannot save its state: " + queue.saveError());
         observer.onEntryFinished(at, queue.at(at));

@@ -10,8 +10,9 @@
 
 namespace trainlab {
 
-// waiting: not started yet; running: started (a killed queue finds it so and resumes it).
-enum class EntryState { Waiting, Running, Completed, Stopped, Failed };
+// waiting: not started yet; running: started (a killed queue finds it so and resumes it); pruned: stopped by its
+// sweep's pruning rule, kept and never resumed by the queue.
+enum class EntryState { Waiting, Running, Completed, Stopped, Failed, Pruned };
 const char *toString(EntryState state);
 
 struct QueueEntry
@@ -20,7 +21,8 @@ struct QueueEntry
     SweepTag tag;
     EntryState state = EntryState::Waiting;
     std::string runDir;           // set once the run's folder exists
-    std::string error;
+    std::string error;            // why it failed, or why it was pruned
+    PruneRule prune;              // its sweep's
     int epochsDone = 0;
     double bestTestAcc = 0.0;
     double meanEpochSeconds = 0.0;
@@ -64,6 +66,11 @@ public:
     void markStarted(std::size_t i);
     void setRunDir(std::size_t i, const std::string &runDir);
     void markFinished(std::size_t i, const RunResult &result);
+    // Why entry i should stop after the epoch m under its sweep's pruning rule; "" to go on. It compares m with the
+    // same epoch of the sweep's other entries that reached it.
+    std::string pruneReason(std::size_t i, const EpochMetrics &m) const;
+    // Finished because pruneReason asked it to stop: kept as pruned with the reason, its folder's notes say why.
+    void markPruned(std::size_t i, const RunResult &result, const std::string &reason);
     // Back to waiting (a stopped or failed entry the user wants run again from the start).
     bool requeue(std::size_t i);
     // Whether entry i should be resumed from its folder rather than started afresh.
@@ -94,7 +101,7 @@ public:
 
 // Runs the queue's entries in order on the calling thread until none is left or stop is set (the current
 // run then ends `stopped`, the rest stay waiting). A failed run is recorded and the queue goes on, unless
-// stopOnFailure. Never throws. Each entry is a normal run folder under options.runsDir, tagged with its sweep.
+// stopOnFailure; a run its sweep prunes stops after that epoch and the queue goes on. Never throws. Each entry is a normal run folder under options.runsDir, tagged with its sweep.
 void runQueue(Queue &queue, QueueObserver &observer, const StopFlag &stop, const RunOptions &options = {});
 
 // A new sweep id, "<UTC stamp>-<safe name>[-N]", whose sweepDir does not exist yet.

@@ -515,6 +515,13 @@ std::vector<std::string> SweepConfig::validate() const
                            + std::to_string(kMaxRuns));
         return problems;
     }
+    if (pruning.on() && pruning.rule != "median")
+        problems.push_back("pruning.rule: must be \"median\", got " + quote(pruning.rule));
+    if (pruning.on() && (pruning.startupRuns < 1 || pruning.startupRuns > kMaxRuns))
+        problems.push_back("pruning.startup_runs: must be from 1 to " + std::to_string(kMaxRuns) + ", got "
+                           + std::to_string(pruning.startupRuns));
+    if (pruning.on() && (pruning.minEpochs < 1 || pruning.minEpochs > 100000))
+        problems.push_back("pruning.min_epochs: must be from 1 to 100000, got " + std::to_string(pruning.minEpochs));
     if (scaleLrWithBatch && batchSize.empty())
         problems.push_back("scale_lr_with_batch: needs a batch_size axis to scale by, got true");
     std::set<std::string> seen;
@@ -590,6 +597,8 @@ std::string SweepConfig::toJson() const
         {"scale_lr_with_batch", scaleLrWithBatch},
         {"stop_on_failure", stopOnFailure},
     };
+    if (pruning.on())
+        j["pruning"] = {{"rule", pruning.rule}, {"startup_runs", pruning.startupRuns}, {"min_epochs", pruning.minEpochs}};
     if (mode == "random") {
         j["runs"] = runs;
         j["random_seed"] = randomSeed;
@@ -605,7 +614,7 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     SweepConfig s;
     Reader top(root, "", problems, doc.written);
     top.checkUnknown({"schema_version", "name", "base", "mode", "axes", "scale_lr_with_batch", "stop_on_failure", "runs",
-                      "random_seed"});
+                      "random_seed", "pruning"});
     int schema = kSchemaVersion;
     top.integer("schema_version", schema, kSchemaVersion, kSchemaVersion);
     if (schema != kSchemaVersion)
@@ -622,6 +631,17 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     }
     readBool(root, "scale_lr_with_batch", s.scaleLrWithBatch, problems);
     readBool(root, "stop_on_failure", s.stopOnFailure, problems);
+    if (const json *pruning = top.object("pruning")) {
+        Reader r(*pruning, "pruning", problems, doc.written);
+        r.checkUnknown({"rule", "startup_runs", "min_epochs"});
+        if (!pruning->contains("rule"))
+            problems.push_back("pruning.rule: missing (\"median\")");
+        r.string("rule", s.pruning.rule);
+        if (pruning->contains("rule") && s.pruning.rule.empty())
+            problems.push_back("pruning.rule: must be \"median\", got \"\"");
+        r.integer("startup_runs", s.pruning.startupRuns, 1, kMaxRuns);
+        r.integer("min_epochs", s.pruning.minEpochs, 1, 100000);
+    }
     if (const auto base = root.find("base"); base != root.end())
         s.base = readBase(*base, baseDir, problems);
     else

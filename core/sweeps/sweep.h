@@ -40,6 +40,20 @@ struct AxisRange
     std::string text() const;
 };
 
+// Stops a sweep's run early when it does worse than the sweep's other runs did at the same epoch.
+struct PruneRule
+{
+    std::string rule;             // "": never; "median": below the median test acc of the others at that epoch
+    int startupRuns = 3;          // other runs that must have reached the epoch before any run is stopped
+    int minEpochs = 1;            // epochs every run trains before it can be stopped
+
+    bool on() const { return !rule.empty(); }
+    bool operator==(const PruneRule &o) const
+    {
+        return rule == o.rule && startupRuns == o.startupRuns && minEpochs == o.minEpochs;
+    }
+};
+
 // The axes that take a range in mode "random" (the number axes).
 bool isRangeAxis(const std::string &axis);
 
@@ -76,6 +90,7 @@ struct SweepConfig
     // The linear scaling rule: each run's learning rate is multiplied by its batch size / base.batch_size.
     bool scaleLrWithBatch = false;
     bool stopOnFailure = false;
+    PruneRule pruning;
 
     // The axes that have values, in sweepAxisNames() order.
     std::vector<std::string> activeAxes() const;
