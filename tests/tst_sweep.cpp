@@ -284,7 +284,7 @@ void tst_Sweep::axisEffectsRankTheRuns()
     QCOMPARE(effects[0].runs, 5);
     QCOMPARE(*effects[0].rankCorrelation, 1.0);
     QVERIFY(effects[0].beyondChance);
-    QCOMPARE(effects[0].meanByValue.size(), std::size_t(5));
+    QVERIFY(effects[0].meanByValue.empty());   // each run its own value: the table says it all
     // Tied values share their rank: 32 and 64 do equally well on average, so no correlation.
     QCOMPARE(effects[1].axis, std::string("batch_size"));
     QVERIFY(qAbs(*effects[1].rankCorrelation) < 1e-12);
@@ -300,7 +300,7 @@ void tst_Sweep::axisEffectsRankTheRuns()
     QVERIFY2(text.contains("\nbest: run 5 (learning_rate=1 batch_size=32 precision=fp32 seed=0), test acc 0.900\n"),
              qPrintable(text));
     QVERIFY2(text.contains("over the 5 completed runs"), qPrintable(text));
-    QVERIFY2(text.contains("\n  learning_rate  +1.00 *  0.01 0.500, 0.03 0.600"), qPrintable(text));
+    QVERIFY2(text.contains("\n  learning_rate  +1.00 *\n"), qPrintable(text));
     QVERIFY2(text.contains("\n  batch_size     +0.00    32 0.700, 64 0.700\n"), qPrintable(text));
     QVERIFY2(text.contains("\n  precision             fp32 0.700, bf16 0.700\n"), qPrintable(text));
 

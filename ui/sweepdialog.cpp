@@ -434,6 +434,11 @@ QString SweepDialog::countText() const
     for (const std::string &a : axes)
         parts << QStringLiteral("%1 %2").arg(QString::fromStdString(a), QString::fromStdString(s.axisSummary(a)));
     if (s.mode == "random") {
+        parts.clear();
+        for (const std::string &a : axes) {
+            parts << (s.ranges.count(a) ? QStringLiteral("%1 %2").arg(QString::fromStdString(a), QString::fromStdString(s.axisSummary(a)))
+                                        : tr("%1 one of %2").arg(QString::fromStdString(a)).arg(s.axisSize(a)));
+        }
         const QString from = parts.isEmpty() ? tr("no axis has values: the base experiment each time")
                                              : parts.join(QStringLiteral(", "));
         return m_runCount == 1 ? tr("1 run drawn (%1)").arg(from) : tr("%1 runs drawn (%2)").arg(m_runCount).arg(from);

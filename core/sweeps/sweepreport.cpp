@@ -157,7 +157,7 @@ std::vector<AxisEffect> axisEffects(const SweepTable &table)
             e.beyondChance = e.rankCorrelation && done.size() >= 4
                              && std::fabs(*e.rankCorrelation) >= 1.96 / std::sqrt(static_cast<double>(done.size() - 1));
         }
-        if (byValue.size() <= 6) {
+        if (byValue.size() <= 6 && byValue.size() < done.size()) {
             for (const auto &[value, sum] : byValue)
                 e.meanByValue.emplace_back(value, sum.first / sum.second);
         }

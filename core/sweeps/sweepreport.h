@@ -49,7 +49,8 @@ struct AxisEffect
     // reads the same as a linear one; nullopt for other values or when either side never varies.
     std::optional<double> rankCorrelation;
     bool beyondChance = false;             // |rank correlation| at least 1.96 / sqrt(runs - 1): about 5 % by chance
-    // Up to six distinct values: each with the mean best acc of its runs; numbers in order, others as first met.
+    // Up to six distinct values, some shared by runs: each with the mean best acc of its runs; numbers in order,
+    // others as first met.
     std::vector<std::pair<std::string, double>> meanByValue;
 };
 
