@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 using trainlab::ConfigError;
 using trainlab::SweepConfig;
@@ -182,6 +183,18 @@ void tst_Sweep::randomDrawsFromListsAndRanges()
         same += other[k].config.learningRate == runs[k].config.learningRate;
     }
     QVERIFY2(same < 20, qPrintable(QString::number(same)));
+
+    // A narrow range near 1 keeps its spread: finer than 3 significant digits there.
+    const SweepConfig narrow = SweepConfig::fromJson(
+        sweepJson("random", R"({"ema_decay": {"min": 0.99, "max": 0.9999}})", R"(, "runs": 50)"));
+    QVERIFY2(narrow.validate().empty(), first(narrow.validate()));
+    std::set<double> decays;
+    for (const auto &run : trainlab::planSweep(narrow)) {
+        QVERIFY(run.config.emaDecay >= 0.99 && run.config.emaDecay <= 0.9999);
+        QVERIFY2(trainlab::formatShortest(run.config.emaDecay).size() <= 7, trainlab::formatShortest(run.config.emaDecay).c_str());
+        decays.insert(run.config.emaDecay);
+    }
+    QVERIFY2(decays.size() > 30, qPrintable(QString::number(decays.size())));
 }
 
 void tst_Sweep::scalesTheLearningRateWithTheBatch()

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 
 namespace trainlab {
 
@@ -26,7 +27,7 @@ const char *const kStates[] = {"waiting", "running", "completed", "stopped", "fa
 
 EntryState stateFromString(const std::string &text, const std::string &origin)
 {
-    for (int i = 0; i < 6; ++i) {
+    for (int i = 0; i < static_cast<int>(std::size(kStates)); ++i) {
         if (text == kStates[i])
             return static_cast<EntryState>(i);
     }

@@ -234,13 +234,18 @@ double unitRandom(std::uint64_t &state)
     return static_cast<double>(nextRandom(state) >> 11) * 0x1.0p-53;
 }
 
-// A value in the range, kept to 3 significant digits so that tables and folder labels stay readable.
+// A value in the range, rounded so that tables and folder labels stay readable: to 3 significant digits, or to a
+// hundredth of the range's width where that is finer (0.99..0.9999 would otherwise draw 0.99, 0.999 or 1).
 double drawFrom(const AxisRange &r, double u)
 {
     const double v = r.log ? std::exp(std::log(r.min) + u * (std::log(r.max) - std::log(r.min)))
                            : r.min + u * (r.max - r.min);
+    if (!(r.max > r.min) || v == 0)
+        return std::clamp(v, r.min, r.max);
+    const int bySize = 2 - static_cast<int>(std::floor(std::log10(std::fabs(v))));
+    const int byWidth = 2 + static_cast<int>(std::ceil(-std::log10(r.max - r.min)));
     double rounded = v;
-    if (!parseDouble(formatGeneral(v, 3), rounded))
+    if (!parseDouble(formatFixed(v, std::clamp(std::max(bySize, byWidth), 0, 15)), rounded))
         rounded = v;
     return std::clamp(rounded, r.min, r.max);
 }
