@@ -1,5 +1,6 @@
 #include "core/sweeps/queue.h"
 #include "core/runs/runrecord.h"
+#include "core/runs/runstorage.h"
 #include "core/sweeps/sweep.h"
 #include "ui/compareview.h"
 #include "ui/mainwindow.h"
@@ -135,7 +136,7 @@ void tst_QueuePanel::sweepRunsThroughTheWindowAndCompares()
     sweep.learningRate = {0.02, 0.1};
     sweep.batchSize = {16, 32};
     QString error;
-    const QString id = panel->addSweep(sweep, &error);
+    const QString id = panel->addSweep(sweep, &error, "lr against batch, first try");
     QVERIFY2(!id.isEmpty(), qPrintable(error));
     QCOMPARE(panel->queue().size(), std::size_t(4));
     QVERIFY(QFile::exists(QDir(m_runsDir).filePath(QStringLiteral("sweeps/%1/sweep.json").arg(id))));
@@ -163,6 +164,7 @@ void tst_QueuePanel::sweepRunsThroughTheWindowAndCompares()
     QCOMPARE(indexes, QSet<int>({0, 1, 2, 3}));
     for (const auto &e : panel->queue().entries()) {
         QVERIFY(!e.runDir.empty());
+        QCOMPARE(trainlab::readRunNotes(e.runDir), std::string("lr against batch, first try"));
         QVERIFY(e.bestTestAcc > 0.0);
         QVERIFY(e.imagesPerSecond > 0.0);
     }
@@ -505,6 +507,15 @@ void tst_QueuePanel::dialogDrawsRandomRuns()
     QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRuns"))->value(), 4);
     QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepRandomSeed"))->value(), 2);
     QCOMPARE(reopened.sweep().toJson(), s.toJson());
+
+    // Notes for every run: trimmed, and checked as a run's notes are.
+    auto *notes = child<QLineEdit>(dialog, QStringLiteral("sweepNotes"));
+    notes->setText(QStringLiteral("  lr and momentum at random "));
+    QCOMPARE(dialog.notes(), QStringLiteral("lr and momentum at random"));
+    notes->setText(QString(17000, QLatin1Char('x')));
+    QTRY_VERIFY(dialog.problems().join('\n').contains("notes: at most 16 KB"));
+    notes->clear();
+    QTRY_VERIFY(dialog.problems().isEmpty());
 
     auto *prune = child<QCheckBox>(dialog, QStringLiteral("sweepPrune"));
     QVERIFY(!dialog.sweep().pruning.on());

@@ -434,7 +434,7 @@ bool MainWindow::launchQueued(const QueueEntry &entry, bool resume)
     if (resume)
         m_runner->resume(QString::fromStdString(entry.runDir));
     else
-        m_runner->start(entry.config, runsDir(), entry.tag);
+        m_runner->start(entry.config, runsDir(), entry.tag, entry.notes);
     updateActions();
     return true;
 }

@@ -13,9 +13,9 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QTimer>
+#include <QVBoxLayout>
 
 #include <utility>
-#include <QVBoxLayout>
 
 namespace trainlab {
 
@@ -165,7 +165,7 @@ void QueuePanel::addExperiment(const ExperimentConfig &config)
     selectRow(static_cast<int>(m_queue->size()) - 1);
 }
 
-QString QueuePanel::addSweep(const SweepConfig &sweep, QString *error)
+QString QueuePanel::addSweep(const SweepConfig &sweep, QString *error, const std::string &notes)
 {
     try {
         const std::string runs = m_runsDir.toStdString();
@@ -174,8 +174,10 @@ QString QueuePanel::addSweep(const SweepConfig &sweep, QString *error)
         if (!QDir().mkpath(QString::fromStdString(sweepDir(runs, id))))
             throw std::runtime_error(sweepDir(runs, id) + ": cannot create the folder");
         sweep.save(sweepDir(runs, id) + "/sweep.json");
+        if (!notes.empty())
+            writeFileAtomic(sweepDir(runs, id) + "/notes.txt", notes + "\n");
         const std::size_t before = m_queue->size();
-        m_queue->addSweep(sweep, id);
+        m_queue->addSweep(sweep, id, notes);
         refresh();
         if (m_queue->size() > before)
             selectRow(static_cast<int>(before));
@@ -433,7 +435,7 @@ bool QueuePanel::addSweepDialog(const ExperimentConfig &base, QString *error)
     SweepDialog dialog(base, window());
     if (dialog.exec() != QDialog::Accepted)
         return false;
-    return !addSweep(dialog.sweep(), error).isEmpty();
+    return !addSweep(dialog.sweep(), error, dialog.notes().toStdString()).isEmpty();
 }
 
 } // namespace trainlab

@@ -38,7 +38,8 @@ public:
 
     void addExperiment(const ExperimentConfig &config);
     // Writes <runs>/sweeps/<id>/sweep.json and queues the sweep's runs; the id, or empty with *error set.
-    QString addSweep(const SweepConfig &sweep, QString *error = nullptr);
+    // notes: given to each of its runs, and kept in the sweep folder for `trainlab-cli sweep --resume`
+    QString addSweep(const SweepConfig &sweep, QString *error = nullptr, const std::string &notes = {});
     // Add Sweep…: the sweep dialog on base; true when its runs joined the queue, false when cancelled or
     // refused (then *error says why).
     bool addSweepDialog(const ExperimentConfig &base, QString *error);

@@ -1,5 +1,7 @@
 #include "ui/sweepdialog.h"
 
+#include "core/runs/runstorage.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
@@ -112,6 +114,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_currentBase(base)
     , m_preset(new QComboBox(this))
     , m_name(new QLineEdit(QStringLiteral("sweep"), this))
+    , m_notes(new QLineEdit(this))
     , m_baseLabel(new QLabel(this))
     , m_mode(new QComboBox(this))
     , m_runs(new QSpinBox(this))
@@ -147,6 +150,8 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     for (const std::string &name : sweepPresetNames())
         m_preset->addItem(tr("Preset: %1").arg(QString::fromStdString(name)), QString::fromStdString(name));
     m_name->setObjectName(QStringLiteral("sweepName"));
+    m_notes->setObjectName(QStringLiteral("sweepNotes"));
+    m_notes->setPlaceholderText(tr("what this sweep tries, kept in each run's notes (History's Notes column)"));
     m_mode->setObjectName(QStringLiteral("sweepMode"));
     m_mode->addItem(tr("grid: every combination"), QStringLiteral("grid"));
     m_mode->addItem(tr("zip: the i-th value of each axis together"), QStringLiteral("zip"));
@@ -181,6 +186,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(tr("Start from"), m_preset);
     form->addRow(tr("Base"), m_baseLabel);
     form->addRow(tr("Name"), m_name);
+    form->addRow(tr("Notes"), m_notes);
     form->addRow(tr("Mode"), m_mode);
     auto *draws = new QHBoxLayout;
     draws->addWidget(m_runs);
@@ -220,7 +226,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_validateTimer->setSingleShot(true);
     m_validateTimer->setInterval(150);
     connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
-    for (QLineEdit *edit : {m_name, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
+    for (QLineEdit *edit : {m_name, m_notes, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
                             m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_emaDecay, m_schedule, m_warmupEpochs, m_augmentation, m_init})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
@@ -388,6 +394,11 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
     return s;
 }
 
+QString SweepDialog::notes() const
+{
+    return m_notes->text().trimmed();
+}
+
 SweepConfig SweepDialog::sweep() const
 {
     QStringList ignored;
@@ -403,6 +414,11 @@ void SweepDialog::revalidate()
     if (m_problems.isEmpty()) {
         for (const std::string &p : s.validate())
             m_problems << QString::fromStdString(p);
+    }
+    try {
+        checkRunNotes(notes().toStdString());
+    } catch (const std::exception &e) {
+        m_problems << QString::fromStdString(e.what());
     }
     m_baseLabel->setText(baseText(m_base));
     const bool random = s.mode == "random";

@@ -34,6 +34,8 @@ public:
     // The sweep the fields describe now; valid only when problems() is empty.
     SweepConfig sweep() const;
     QStringList problems() const { return m_problems; }
+    // The person's notes for every run of the sweep, trimmed; "" for none.
+    QString notes() const;
     long long runCount() const { return m_runCount; }
     QString countText() const;
     void setConfirm(Confirm confirm) { m_confirm = std::move(confirm); }
@@ -50,6 +52,7 @@ private:
     ExperimentConfig m_currentBase;   // the experiment the dialog was opened on
     QComboBox *m_preset;
     QLineEdit *m_name;
+    QLineEdit *m_notes;
     QLabel *m_baseLabel;
     QComboBox *m_mode;
     QSpinBox *m_runs;

@@ -24,13 +24,15 @@ TrainingRunner::~TrainingRunner()
     }
 }
 
-void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag)
+void TrainingRunner::start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag,
+                           const std::string &notes)
 {
     if (m_thread)
         return;
     RunOptions options;
     options.runsDir = runsDir.toStdString();
     options.tag = tag;
+    options.notes = notes;
     m_stop = std::make_shared<std::atomic<bool>>(false);
     launch(new TrainingWorker(config, options, m_stop));
 }

@@ -27,7 +27,9 @@ public:
     bool isRunning() const { return m_thread != nullptr; }
     bool isStopping() const { return m_stopping; }
     // tag: the sweep the run belongs to (its folder's summary.json keeps it); empty for a single run.
-    void start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag = {});
+    // notes: the person's notes on the new run (its notes.txt)
+    void start(const ExperimentConfig &config, const QString &runsDir, const SweepTag &tag = {},
+               const std::string &notes = {});
     // Goes on with the run in runDir from its checkpoint; epochs > 0 continues a completed run to that many.
     void resume(const QString &runDir, int epochs = 0);
     // The run ends within one batch; finished() follows.

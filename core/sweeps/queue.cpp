@@ -157,6 +157,7 @@ Queue Queue::load(const std::string &stateFile)
             entry.state = stateFromString(e.value("state", "waiting"), where);
             entry.runDir = e.value("run_dir", "");
             entry.error = e.value("error", "");
+            entry.notes = e.value("notes", "");
             if (const auto prune = e.find("prune"); prune != e.end() && prune->is_object()) {
                 entry.prune.rule = prune->value("rule", "");
                 entry.prune.startupRuns = intField(*prune, "startup_runs", 3, 1, SweepConfig::kMaxRuns, where + ".prune");
@@ -206,7 +207,7 @@ void Queue::add(QueueEntry entry)
     changed();
 }
 
-void Queue::addSweep(const SweepConfig &sweep, const std::string &sweepId)
+void Queue::addSweep(const SweepConfig &sweep, const std::string &sweepId, const std::string &notes)
 {
     for (PlannedRun &run : planSweep(sweep)) {
         QueueEntry entry;
@@ -214,6 +215,7 @@ void Queue::addSweep(const SweepConfig &sweep, const std::string &sweepId)
         entry.tag = std::move(run.tag);
         entry.tag.id = sweepId;
         entry.prune = sweep.pruning;
+        entry.notes = notes;
         m_entries.push_back(std::move(entry));
     }
     if (m_sweepId.empty())
@@ -389,6 +391,7 @@ void Queue::save() const
             {"state", toString(e.state)},
             {"run_dir", e.runDir},
             {"error", e.error},
+            {"notes", e.notes},
             {"prune", e.prune.on() ? json{{"rule", e.prune.rule}, {"startup_runs", e.prune.startupRuns},
                                            {"min_epochs", e.prune.minEpochs}}
                                     : json(nullptr)},
@@ -413,6 +416,8 @@ void runQueue(Queue &queue, QueueObserver &observer, const StopFlag &stop, const
         RunOptions o = options;
         o.runsDir = runsDir;
         o.tag = queue.at(at).tag;
+        if (!queue.at(at).notes.empty())
+            o.notes = queue.at(at).notes;
         std::string dir = queue.at(at).runDir;
         if (dir.empty() && queue.at(at).state == EntryState::Running)
             dir = findTaggedRun(runsDir, o.tag);

@@ -23,6 +23,7 @@ struct QueueEntry
     std::string runDir;           // set once the run's folder exists
     std::string error;            // why it failed, or why it was pruned
     PruneRule prune;              // its sweep's
+    std::string notes;            // the person's notes for the run it starts (its notes.txt), given with its sweep
     int epochsDone = 0;
     double bestTestAcc = 0.0;
     double meanEpochSeconds = 0.0;
@@ -51,8 +52,8 @@ public:
     void setSweepId(const std::string &id);
 
     void add(QueueEntry entry);
-    // Adds a sweep's planned runs, each tagged with sweepId.
-    void addSweep(const SweepConfig &sweep, const std::string &sweepId);
+    // Adds a sweep's planned runs, each tagged with sweepId and given the notes.
+    void addSweep(const SweepConfig &sweep, const std::string &sweepId, const std::string &notes = {});
     // Any entry but the running one may be removed (a finished run's folder stays); false otherwise.
     bool remove(std::size_t i);
     // Only entries that have not started may be moved; false otherwise.
