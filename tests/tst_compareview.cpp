@@ -2,6 +2,7 @@
 
 #include "core/runs/runrecord.h"
 
+#include <QAction>
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
@@ -142,6 +143,7 @@ private Q_SLOTS:
     void colourAxisRecolours();
     void epochMetricChosen();
     void tableIsReadOnly();
+    void tableRunGoesToTheForm();
     void exportWritesAFile_data();
     void exportWritesAFile();
     void exportToAMissingFolderFails_data();
@@ -373,6 +375,24 @@ void tst_CompareView::tableIsReadOnly()
     QCOMPARE(table->item(2, column(table, QStringLiteral("learning_rate")))->text(), QStringLiteral("0.3"));
     QCOMPARE(table->item(2, column(table, QStringLiteral("best test acc")))->text(), QStringLiteral("0.700"));
     QCOMPARE(table->item(2, column(table, QStringLiteral("status")))->text(), QStringLiteral("completed"));
+}
+
+void tst_CompareView::tableRunGoesToTheForm()
+{
+    CompareView view;
+    view.setEntries(kSweep, grid());
+    std::vector<trainlab::ExperimentConfig> asked;
+    connect(&view, &CompareView::useConfigRequested, &view, [&asked](const trainlab::ExperimentConfig &c) { asked.push_back(c); });
+    QVERIFY(!view.useCurrentRunConfig());   // no row yet
+    view.table()->setCurrentCell(3, 1);
+    Q_EMIT view.table()->cellDoubleClicked(3, 1);
+    view.table()->setCurrentCell(1, 0);
+    view.findChild<QAction *>(QStringLiteral("compareUseConfig"))->trigger();
+    QCOMPARE(asked.size(), std::size_t(2));
+    QCOMPARE(asked[0].learningRate, 0.3);
+    QCOMPARE(asked[0].batchSize, 64);
+    QCOMPARE(asked[1].learningRate, 0.1);
+    QCOMPARE(asked[1].batchSize, 64);
 }
 
 void tst_CompareView::exportWritesAFile_data()

@@ -3,10 +3,12 @@
 #include "core/runs/runstorage.h"
 #include "core/sweeps/sweep.h"
 #include "ui/compareview.h"
+#include "ui/experimentform.h"
 #include "ui/mainwindow.h"
 #include "ui/queuepanel.h"
 #include "ui/sweepdialog.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
@@ -188,6 +190,13 @@ void tst_QueuePanel::sweepRunsThroughTheWindowAndCompares()
     QFile file(csv);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QCOMPARE(file.readAll().count('\n'), 5);
+
+    // The run of row 3 (lr 0.1, batch 16) goes back into the form, to be trained further.
+    compare->table()->setCurrentCell(2, 0);
+    compare->findChild<QAction *>(QStringLiteral("compareUseConfig"))->trigger();
+    QCOMPARE(window.form()->config().learningRate, panel->queue().at(2).config.learningRate);
+    QCOMPARE(window.form()->config().batchSize, panel->queue().at(2).config.batchSize);
+    QCOMPARE(window.form()->config().batchSize, 16);
 }
 
 void tst_QueuePanel::stopMidQueueLeavesTheRestWaiting()

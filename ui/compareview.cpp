@@ -6,6 +6,7 @@
 #include "ui/chartexport.h"
 #include "ui/runhistorymodel.h"
 
+#include <QAction>
 #include <QBarCategoryAxis>
 #include <QBarSet>
 #include <QChart>
@@ -200,6 +201,13 @@ CompareView::CompareView(QWidget *parent)
     m_tableWidget->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_tableWidget->verticalHeader()->setVisible(false);
     m_tableWidget->setWordWrap(false);   // one line per run; a cut cell ends in "…"
+    auto *useConfig = new QAction(tr("&Use This Run's Configuration"), m_tableWidget);
+    useConfig->setObjectName(QStringLiteral("compareUseConfig"));
+    connect(useConfig, &QAction::triggered, this, &CompareView::useCurrentRunConfig);
+    m_tableWidget->addAction(useConfig);
+    m_tableWidget->setContextMenuPolicy(Qt::ActionsContextMenu);
+    m_tableWidget->setToolTip(tr("Double-click a run to load its configuration into the form"));
+    connect(m_tableWidget, &QTableWidget::cellDoubleClicked, this, &CompareView::useCurrentRunConfig);
     m_findings->setObjectName(QStringLiteral("sweepFindings"));
     m_findings->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_findings->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
@@ -662,6 +670,15 @@ void CompareView::rebuildTable()
     const std::string findings = formatSweepFindings(m_table);
     m_findings->setText(QString::fromStdString(findings).trimmed());
     m_findings->setVisible(!findings.empty());
+}
+
+bool CompareView::useCurrentRunConfig()
+{
+    const int row = m_tableWidget->currentRow();
+    if (row < 0 || row >= static_cast<int>(m_entries.size()))
+        return false;
+    Q_EMIT useConfigRequested(m_entries[static_cast<std::size_t>(row)].config);
+    return true;
 }
 
 void CompareView::updateButtons()

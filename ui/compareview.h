@@ -69,6 +69,12 @@ public:
     // One line per run and epoch: index,<axes...>,epoch,train_loss,train_acc,test_acc,seconds,images_per_second,
     // learning_rate,grad_norm (the last two empty where unknown)
     bool saveEpochsCsv(const QString &path, QString *error);
+    // The configuration of the run in the table's current row, to train it further in the form; false when none.
+    bool useCurrentRunConfig();
+
+Q_SIGNALS:
+    // A double click on a run's row (or its context menu): the window loads this into its form.
+    void useConfigRequested(const trainlab::ExperimentConfig &config);
 
 private:
     QChartView *currentChartView(QString *error) const;

@@ -464,6 +464,8 @@ bool MainWindow::showCompare(const QString &sweepId)
     const bool shown = CompareView::showSweep(this, m_compare, runsDir(), sweepId, &error);
     if (!shown)
         showError(tr("Compare Sweep"), error);
+    else
+        connect(m_compare, &CompareView::useConfigRequested, this, &MainWindow::useRunConfig, Qt::UniqueConnection);
     return shown;
 }
 
@@ -473,6 +475,8 @@ bool MainWindow::showCompareRuns(const QStringList &runDirs)
     const bool shown = CompareView::showRuns(this, m_compare, runDirs, &error);
     if (!shown)
         showError(tr("Compare Runs"), error);
+    else
+        connect(m_compare, &CompareView::useConfigRequested, this, &MainWindow::useRunConfig, Qt::UniqueConnection);
     return shown;
 }
 
