@@ -182,6 +182,14 @@ void tst_CompareView::gridShowsEveryRun()
     QCOMPARE(rates[1]->points(), QList<QPointF>({QPointF(0.1, 0.6), QPointF(0.3, 0.8)}));
     QVERIFY(!view.hasScaling());
     QCOMPARE(view.scalingPointCount(), 0);
+    // A pruned run's best is of the epochs it got: it stays in the table, not on the learning-rate chart.
+    std::vector<QueueEntry> withPruned = grid();
+    withPruned[2].state = EntryState::Pruned;
+    CompareView prunedView;
+    prunedView.setEntries(kSweep, withPruned);
+    QCOMPARE(seriesOf(prunedView, "learningRateChart")[0]->points(), QList<QPointF>({QPointF(0.1, 0.5)}));
+    QVERIFY(prunedView.findChild<QChartView *>(QStringLiteral("learningRateChart"))->chart()->title().endsWith("(1 pruned run left out)"));
+    QCOMPARE(prunedView.table()->rowCount(), 4);
     // Hidden rather than invisible: the scaling tab is not the current one.
     QVERIFY(!view.findChild<QLabel *>(QStringLiteral("noScaling"))->isHidden());
     QVERIFY(view.findChild<QChartView *>(QStringLiteral("scalingChart"))->isHidden());

@@ -425,14 +425,16 @@ void CompareView::rebuildLearningRate()
 {
     QChart *chart = m_learningRateView->chart();
     clearChart(chart);
-    chart->setTitle(tr("Best test accuracy against learning rate"));
     // batch size -> learning rate -> (sum of best accuracies, runs): runs differing only elsewhere are averaged.
     std::map<std::int64_t, std::map<double, std::pair<double, int>>> points;
     double low = 0.0;
     double high = 0.0;
+    int pruned = 0;
     for (const QueueEntry &e : m_entries) {
         const double lr = e.config.learningRate;
-        if (!hasResult(e) || !(lr > 0.0))
+        // A pruned run's best is of the epochs it was given, not of its learning rate.
+        pruned += e.state == EntryState::Pruned;
+        if (!hasResult(e) || !(lr > 0.0) || e.state == EntryState::Pruned)
             continue;
         auto &point = points[e.config.batchSize][lr];
         point.first += bestAccuracy(e);
@@ -440,6 +442,10 @@ void CompareView::rebuildLearningRate()
         low = low > 0.0 ? std::min(low, lr) : lr;
         high = std::max(high, lr);
     }
+    const QString title = tr("Best test accuracy against learning rate");
+    chart->setTitle(pruned == 0   ? title
+                    : pruned == 1 ? tr("%1 (1 pruned run left out)").arg(title)
+                                  : tr("%1 (%2 pruned runs left out)").arg(title).arg(pruned));
     auto *x = new QLogValueAxis;
     x->setBase(10.0);
     x->setTitleText(tr("learning rate"));
