@@ -533,6 +533,15 @@ int sweepCommand(const trainlab::CliArgs &args)
             std::fprintf(stderr, "trainlab-cli: %s\n", e.what());
             return 2;
         }
+        if ((args.sweepRuns || args.randomSeed) && sweep.mode != "random") {
+            std::fprintf(stderr, "trainlab-cli: %s: --runs and --random-seed draw the runs of a random sweep; this one is "
+                                 "mode \"%s\"\n", origin.c_str(), sweep.mode.c_str());
+            return 2;
+        }
+        if (args.sweepRuns)
+            sweep.runs = *args.sweepRuns;
+        if (args.randomSeed)
+            sweep.randomSeed = static_cast<std::uint64_t>(*args.randomSeed);
         if (args.epochs)
             sweep.base.epochs = *args.epochs;
         if (args.trainLimit)

@@ -119,7 +119,8 @@ const char *cliUsage()
            "                                   them; never a run a process is training\n"
            "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
            "                                   run every experiment of a sweep one after another, then print\n"
-           "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs)\n"
+           "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs;\n"
+           "                                   a random sweep: --runs N draws, --random-seed N)\n"
            "  sweep --resume SWEEP_DIR         go on with a stopped or killed sweep (<runs>/sweeps/ID)\n"
            "  lr-find CONFIG.json | --preset NAME [--min-lr X] [--max-lr X] [--steps N] [--out CURVE.csv]\n"
            "                                   the learning-rate range test: the loss as the rate rises step by\n"
@@ -271,7 +272,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
                 throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
             static const char *const sweepFlags[] = {"--preset", "--dry-run", "--yes", "--stop-on-failure", "--resume",
-                                                     "--runs-dir", "--epochs", "--train-limit", "--test-limit", "--notes"};
+                                                     "--runs-dir", "--epochs", "--train-limit", "--test-limit", "--notes",
+                                                     "--runs", "--random-seed"};
             if (out.command == "sweep" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
                 throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
@@ -286,6 +288,14 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 if (!(v > 0))
                     throw std::invalid_argument(arg + ": must be above 0, got " + args[i - 1]);
                 (arg == "--min-lr" ? out.minLr : out.maxLr) = v;
+                continue;
+            }
+            if (out.command == "sweep" && arg == "--runs") {
+                out.sweepRuns = static_cast<int>(toInteger(arg, value(arg), 1, 10000));
+                continue;
+            }
+            if (out.command == "sweep" && arg == "--random-seed") {
+                out.randomSeed = toInteger(arg, value(arg), 0, std::numeric_limits<long long>::max());
                 continue;
             }
             if (out.command == "lr-find" && arg == "--steps") {
@@ -396,8 +406,9 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             && (out.configPath.empty() ? 0 : 1) + (out.preset.empty() ? 0 : 1) + (out.resumeSweep.empty() ? 0 : 1) != 1)
             throw std::invalid_argument("sweep: give one of SWEEP.json, --preset NAME or --resume SWEEP_DIR");
         if (out.command == "sweep" && !out.resumeSweep.empty()
-            && (out.dryRun || out.epochs || out.trainLimit || out.testLimit || !out.runNotes.empty()))
-            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs, limits or --notes)");
+            && (out.dryRun || out.epochs || out.trainLimit || out.testLimit || !out.runNotes.empty() || out.sweepRuns
+                || out.randomSeed))
+            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs, limits, --notes, --runs or --random-seed)");
         if (out.command == "runs" && !out.csv.empty() && (!out.sort.empty() || !out.filter.empty() || out.json))
             throw std::invalid_argument("runs: --sort, --filter and --json order, narrow and format the table, not --csv");
         if (out.command == "lr-find" && out.configPath.empty() == out.preset.empty())

@@ -16,6 +16,8 @@ struct CliArgs
     std::string configPath;       // run, validate: CONFIG.json; resume, evaluate, classify, export, notes: RUN_DIR; sweep: SWEEP.json
     std::string preset;
     std::optional<int> epochs;
+    std::optional<int> sweepRuns;                 // sweep --runs: how many a random sweep draws
+    std::optional<long long> randomSeed;          // sweep --random-seed
     std::optional<long long> trainLimit, testLimit, batchSize;
     std::optional<double> learningRate;
     std::optional<std::vector<std::string>> devices;

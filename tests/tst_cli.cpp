@@ -186,7 +186,11 @@ void tst_Cli::badUsage_data()
     QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
     QTest::newRow("compare one run") << QStringList{"compare", "r"} << "compare: needs two or more RUN_DIRs";
     QTest::newRow("compare option") << QStringList{"compare", "a", "b", "--csv"} << "compare: unknown option \"--csv\"";
-    QTest::newRow("sweep resume notes") << QStringList{"sweep", "--resume", "d", "--notes", "x"} << "no --dry-run, --epochs, limits or --notes";
+    QTest::newRow("sweep resume notes") << QStringList{"sweep", "--resume", "d", "--notes", "x"} << "no --dry-run, --epochs, limits, --notes";
+    QTest::newRow("sweep resume draws") << QStringList{"sweep", "--resume", "d", "--runs", "3"} << "--runs or --random-seed)";
+    QTest::newRow("sweep no runs") << QStringList{"sweep", "--preset", "random-search-quick", "--runs", "0"}
+                                   << "--runs: must be an integer from 1 to 10000, got \"0\"";
+    QTest::newRow("runs is a sweep option") << QStringList{"run", "--preset", "quick-demo", "--runs", "3"} << "unknown option \"--runs\"";
     QTest::newRow("delete nothing") << QStringList{"delete", "--permanently"} << "delete: needs RUN_DIR";
     QTest::newRow("delete option") << QStringList{"delete", "a", "--force"} << "delete: unknown option \"--force\"";
     QTest::newRow("notes two texts") << QStringList{"notes", "r", "tried", "lr"} << "notes: one TEXT (quote it), got \"lr\" too";

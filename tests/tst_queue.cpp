@@ -407,6 +407,18 @@ void tst_Queue::dryRunPrintsThePlanOnly()
     const auto planned = trainlab::planSweep(random);
     for (const auto &run : planned)
         QVERIFY2(drawn.out.contains(QString::fromStdString("planned    " + run.tag.label())), qPrintable(drawn.out));
+    // Other draws from the command line; a grid has none to change.
+    const CliOutcome more = finishCli(startCli({QStringLiteral("sweep"), randomFile, QStringLiteral("--runs"), QStringLiteral("4"),
+                                                QStringLiteral("--random-seed"), QStringLiteral("6"), QStringLiteral("--dry-run"),
+                                                QStringLiteral("--runs-dir"), runs}));
+    QVERIFY2(more.exitCode == 0 && more.out.contains("4 runs, random (4 runs, seed 6)"), qPrintable(more.out + more.err));
+    random.runs = 4;
+    random.randomSeed = 6;
+    QVERIFY2(more.out.contains(QString::fromStdString("planned    " + trainlab::planSweep(random)[3].tag.label())), qPrintable(more.out));
+    const CliOutcome grid = finishCli(startCli({QStringLiteral("sweep"), QStringLiteral("--preset"), QStringLiteral("lr-sweep-quick"),
+                                                QStringLiteral("--runs"), QStringLiteral("4"), QStringLiteral("--runs-dir"), runs}));
+    QCOMPARE(grid.exitCode, 2);
+    QVERIFY2(grid.err.contains("draw the runs of a random sweep; this one is mode \"grid\""), qPrintable(grid.err));
     QVERIFY(!QFileInfo::exists(runs));
 }
 
