@@ -70,7 +70,7 @@ int parse(int argc, char **argv, Options &options)
                                                     "picture of it instead of training)."),
                                      QStringLiteral("ID"));
     const QCommandLineOption compareTab(QStringLiteral("compare-tab"),
-                                        QStringLiteral("The Compare window's chart to show: epochs, lr, scaling or table."),
+                                        QStringLiteral("The Compare window's chart to show: epochs, lr, scaling, table or parallel."),
                                         QStringLiteral("TAB"), QStringLiteral("epochs"));
     const QCommandLineOption tab(QStringLiteral("tab"),
                                  QStringLiteral("The tab under the chart to show: history, log, time or evaluation."),
@@ -112,8 +112,8 @@ int parse(int argc, char **argv, Options &options)
         std::fprintf(stderr, "trainlab: --tab must be history, log, time or evaluation, got \"%s\"\n", qPrintable(parser.value(tab)));
         return 2;
     }
-    if (!QStringList({"epochs", "lr", "scaling", "table"}).contains(options.compareTab)) {
-        std::fprintf(stderr, "trainlab: --compare-tab must be epochs, lr, scaling or table, got \"%s\"\n",
+    if (!QStringList({"epochs", "lr", "scaling", "table", "parallel"}).contains(options.compareTab)) {
+        std::fprintf(stderr, "trainlab: --compare-tab must be epochs, lr, scaling, table or parallel, got \"%s\"\n",
                      qPrintable(options.compareTab));
         return 2;
     }
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
             std::fprintf(stderr, "trainlab: --compare: %s\n", qPrintable(window.lastError()));
             return 1;
         }
-        const QStringList tabs = {"epochs", "lr", "scaling", "table"};
+        const QStringList tabs = {"epochs", "lr", "scaling", "table", "parallel"};
         window.compareView()->setCurrentTab(static_cast<trainlab::CompareView::Tab>(tabs.indexOf(options.compareTab)));
         if (!options.screenshot.isEmpty())
             saveScreenshotLater(window.compareView(), options.screenshot, 800);

@@ -195,6 +195,11 @@ void tst_CompareView::gridShowsEveryRun()
     QVERIFY(view.findChild<QChartView *>(QStringLiteral("scalingChart"))->isHidden());
     QCOMPARE(view.table()->rowCount(), 4);
     QCOMPARE(column(view.table(), QStringLiteral("speed-up")), -1);
+    // Parallel coordinates: a rule per axis (lr, batch, best acc), then a line per run through them.
+    const auto parallel = view.findChild<QChartView *>(QStringLiteral("parallelChart"))->chart()->series();
+    QCOMPARE(parallel.size(), 3 + 4);
+    QCOMPARE(qobject_cast<QLineSeries *>(parallel.back())->points(),
+             QList<QPointF>({QPointF(0, 1.0), QPointF(1, 1.0), QPointF(2, 1.0)}));
     // Below the table, what the runs say: the best, and how each axis went with best accuracy.
     const QString findings = view.findChild<QLabel *>(QStringLiteral("sweepFindings"))->text();
     QVERIFY2(findings.startsWith("best: run 4 (learning_rate=0.3 batch_size=64), test acc 0.800\n"), qPrintable(findings));

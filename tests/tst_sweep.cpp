@@ -67,6 +67,7 @@ private Q_SLOTS:
     void recipeAxesReachTheConfig();
     void otherDifferencesBeyondTheAxes();
     void axisEffectsRankTheRuns();
+    void parallelCoordinatesPlaceEachRun();
     void augmentationDescriptionsReadBack_data();
     void augmentationDescriptionsReadBack();
     void badAxesAreNamed_data();
@@ -321,6 +322,43 @@ void tst_Sweep::axisEffectsRankTheRuns()
     table.rows.resize(2);
     QVERIFY(trainlab::axisEffects(table).empty());
     QVERIFY(!QString::fromStdString(trainlab::formatSweepTable(table)).contains("Spearman"));
+}
+
+void tst_Sweep::parallelCoordinatesPlaceEachRun()
+{
+    trainlab::SweepTable table;
+    table.axes = {"learning_rate", "batch_size", "precision"};
+    const struct { const char *lr, *batch, *precision, *status; double acc, seconds; } rows[] = {
+        {"0.01", "32", "fp32", "completed", 0.5, 1.0},
+        {"0.1", "64", "bf16", "pruned", 0.7, 1.0},
+        {"1", "32", "fp32", "completed", 0.9, 1.0},
+        {"3", "64", "fp32", "not started", 0.0, 0.0}};
+    for (const auto &r : rows) {
+        trainlab::SweepRow row;
+        row.values = {r.lr, r.batch, r.precision};
+        row.status = r.status;
+        row.bestTestAcc = r.acc;
+        row.secondsPerEpoch = r.seconds;
+        table.rows.push_back(row);
+    }
+    const trainlab::ParallelPlot plot = trainlab::parallelCoordinates(table);
+    QCOMPARE(plot.axes.size(), std::size_t(4));
+    // A learning rate spanning 100 times: by its logarithm; a batch doubling: by value; precision: in order met.
+    QVERIFY(plot.axes[0].numeric && plot.axes[0].log);
+    QCOMPARE(plot.axes[0].values, (std::vector<std::string>{"0.01", "1"}));
+    QVERIFY(plot.axes[1].numeric && !plot.axes[1].log);
+    QVERIFY(!plot.axes[2].numeric);
+    QCOMPARE(plot.axes[2].values, (std::vector<std::string>{"fp32", "bf16"}));
+    QCOMPARE(plot.axes[3].name, std::string("best acc"));
+    QCOMPARE(plot.axes[3].values, (std::vector<std::string>{"0.500", "0.900"}));
+    QCOMPARE(plot.lines.size(), std::size_t(4));
+    const std::vector<double> expected[] = {{0.0, 0.0, 0.0, 0.0}, {0.5, 1.0, 1.0, 0.5}, {1.0, 0.0, 0.0, 1.0}};
+    for (std::size_t r = 0; r < 3; ++r) {
+        QCOMPARE(plot.lines[r].size(), std::size_t(4));
+        for (std::size_t a = 0; a < 4; ++a)
+            QVERIFY2(qAbs(plot.lines[r][a] - expected[r][a]) < 1e-12, qPrintable(QString("run %1 axis %2: %3").arg(r).arg(a).arg(plot.lines[r][a])));
+    }
+    QVERIFY(plot.lines[3].empty());   // not started: no line
 }
 
 void tst_Sweep::augmentationDescriptionsReadBack_data()

@@ -9,6 +9,7 @@
 #include <QAction>
 #include <QBarCategoryAxis>
 #include <QBarSet>
+#include <QCategoryAxis>
 #include <QChart>
 #include <QInputDialog>
 #include <QChartView>
@@ -177,6 +178,7 @@ CompareView::CompareView(QWidget *parent)
     , m_tabs(new QTabWidget)
     , m_epochsView(chartView(QStringLiteral("epochsChart")))
     , m_learningRateView(chartView(QStringLiteral("learningRateChart")))
+    , m_parallelView(chartView(QStringLiteral("parallelChart")))
     , m_scalingView(chartView(QStringLiteral("scalingChart")))
     , m_scalingTimeView(chartView(QStringLiteral("scalingTimeChart")))
     , m_scalingSummary(new QLabel)
@@ -243,6 +245,7 @@ CompareView::CompareView(QWidget *parent)
     tableLayout->addWidget(m_tableWidget, 1);
     tableLayout->addWidget(m_findings);
     m_tabs->addTab(tablePage, tr("Table"));
+    m_tabs->addTab(m_parallelView, tr("Parallel coordinates"));
 
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(header);
@@ -294,7 +297,8 @@ void CompareView::setEntries(const QString &sweepId, const std::vector<QueueEntr
     const int count = static_cast<int>(m_entries.size());
     m_title->setText(m_sweepId.isEmpty()                                ? tr("No sweep")
                      : m_sweepId == QLatin1String(kSelectedRuns) ? tr("%1 selected runs, by what differs between them").arg(count)
-                                                                 : tr("Sweep %1: %n run(s)", nullptr, count).arg(m_sweepId));
+                                                                 : count == 1 ? tr("Sweep %1: 1 run").arg(m_sweepId)
+                                                                 : tr("Sweep %1: %2 runs").arg(m_sweepId).arg(count));
     const QStringList names = axes();
     if (!names.contains(m_colourAxis))
         m_colourAxis = names.isEmpty() ? QString() : names.first();
@@ -309,6 +313,7 @@ void CompareView::setEntries(const QString &sweepId, const std::vector<QueueEntr
     rebuildLearningRate();
     rebuildScaling();
     rebuildTable();
+    rebuildParallel();
     updateButtons();
 }
 
@@ -418,6 +423,78 @@ void CompareView::rebuildEpochs()
         y->setRange(0.0, top * 1.05);
         y->applyNiceNumbers();
         y->setLabelFormat(QStringLiteral("%.3g"));
+    }
+}
+
+void CompareView::rebuildParallel()
+{
+    QChart *chart = m_parallelView->chart();
+    clearChart(chart);
+    chart->setTitle(tr("Each run from its settings (the lowest or first value at the bottom) to its best test accuracy<br>"
+                       "colour: best acc among the completed runs, purple to yellow; grey dashed: pruned, stopped or failed"));
+    chart->legend()->hide();
+    const ParallelPlot plot = parallelCoordinates(m_table);
+    const int n = static_cast<int>(plot.axes.size());
+    auto *x = new QCategoryAxis;
+    // A category of width 1 around each axis, its label centred under it.
+    x->setLabelsPosition(QCategoryAxis::AxisLabelsPositionCenter);
+    x->setRange(-0.5, n - 0.5);
+    x->setStartValue(-0.5);
+    x->setGridLineVisible(false);
+    for (int a = 0; a < n; ++a) {
+        const ParallelAxis &axis = plot.axes[static_cast<std::size_t>(a)];
+        QStringList values;
+        for (const std::string &v : axis.values)
+            values << QString::fromStdString(v);
+        const QString range = axis.numeric ? values.join(QStringLiteral(" – ")) + (axis.log ? tr(" (log)") : QString())
+                                           : values.join(QStringLiteral(" · "));
+        x->append(QStringLiteral("%1<br>%2").arg(QString::fromStdString(axis.name).toHtmlEscaped(), range.toHtmlEscaped()), a + 0.5);
+    }
+    auto *y = new QValueAxis;
+    y->setRange(-0.03, 1.03);
+    y->setLabelsVisible(false);
+    y->setGridLineVisible(false);
+    y->setLineVisible(false);
+    y->setTickCount(2);
+    chart->addAxis(x, Qt::AlignBottom);
+    chart->addAxis(y, Qt::AlignLeft);
+    for (int a = 0; a < n; ++a) {
+        auto *rule = new QLineSeries;
+        rule->setPen(QPen(QColor(0xb0b0b0), 1.0));
+        rule->append(a, 0.0);
+        rule->append(a, 1.0);
+        attach(chart, rule, x, y);
+    }
+    // Viridis' ends and middle: dark for the worst run, bright for the best.
+    const auto colourOf = [](double t) {
+        const QColor stops[] = {QColor(0x440154), QColor(0x21918c), QColor(0xfde725)};
+        const double at = std::clamp(t, 0.0, 1.0) * 2.0;
+        const int i = std::min(1, static_cast<int>(at));
+        const double f = at - i;
+        const QColor &a = stops[i], &b = stops[i + 1];
+        return QColor::fromRgbF(a.redF() + f * (b.redF() - a.redF()), a.greenF() + f * (b.greenF() - a.greenF()),
+                                a.blueF() + f * (b.blueF() - a.blueF()));
+    };
+    double low = 1.0;
+    double high = 0.0;
+    for (const SweepRow &row : m_table.rows) {
+        if (row.status == "completed" && row.secondsPerEpoch > 0) {
+            low = std::min(low, row.bestTestAcc);
+            high = std::max(high, row.bestTestAcc);
+        }
+    }
+    for (std::size_t r = 0; r < plot.lines.size(); ++r) {
+        const std::vector<double> &line = plot.lines[r];
+        if (line.empty())
+            continue;
+        const SweepRow &row = m_table.rows[r];
+        const bool done = row.status == "completed";
+        const double t = high > low ? (row.bestTestAcc - low) / (high - low) : 1.0;
+        QLineSeries *series = lineSeries(tr("run %1").arg(row.index), done ? colourOf(t) : QColor(0x9a9a9a),
+                                         done ? Qt::SolidLine : Qt::DashLine);
+        for (std::size_t a = 0; a < line.size(); ++a)
+            series->append(static_cast<double>(a), line[a]);
+        attach(chart, series, x, y);
     }
 }
 
@@ -705,6 +782,8 @@ QChartView *CompareView::currentChartView(QString *error) const
         return m_epochsView;
     case LearningRateTab:
         return m_learningRateView;
+    case ParallelTab:
+        return m_parallelView;
     case ScalingTab:
         if (m_table.hasScaling)
             return m_scalingView;

@@ -26,7 +26,7 @@ class CompareView : public QWidget
     Q_OBJECT
 
 public:
-    enum Tab { EpochsTab, LearningRateTab, ScalingTab, TableTab };
+    enum Tab { EpochsTab, LearningRateTab, ScalingTab, TableTab, ParallelTab };
 
     explicit CompareView(QWidget *parent = nullptr);
 
@@ -79,6 +79,7 @@ Q_SIGNALS:
 private:
     QChartView *currentChartView(QString *error) const;
     void rebuildEpochs();
+    void rebuildParallel();
     void rebuildLearningRate();
     void rebuildScaling();
     QStringList rebuildScalingTime();   // the time chart; returns a line of shares per device count
@@ -104,6 +105,7 @@ private:
     QTabWidget *m_tabs;
     QChartView *m_epochsView;
     QChartView *m_learningRateView;
+    QChartView *m_parallelView;
     QChartView *m_scalingView;
     QChartView *m_scalingTimeView;
     QLabel *m_scalingSummary;

@@ -240,6 +240,67 @@ SweepTable sweepTable(const std::vector<QueueEntry> &entries)
     return table;
 }
 
+ParallelPlot parallelCoordinates(const SweepTable &table)
+{
+    ParallelPlot plot;
+    std::vector<const SweepRow *> ran;
+    for (const SweepRow &r : table.rows) {
+        if (r.secondsPerEpoch > 0)
+            ran.push_back(&r);
+    }
+    std::vector<std::vector<std::string>> columns(table.axes.size() + 1);
+    for (const SweepRow *r : ran) {
+        for (std::size_t a = 0; a < table.axes.size(); ++a)
+            columns[a].push_back(r->values[a]);
+        columns.back().push_back(formatShortest(r->bestTestAcc));
+    }
+    std::vector<std::vector<double>> heights(columns.size());
+    for (std::size_t a = 0; a < columns.size(); ++a) {
+        ParallelAxis axis;
+        axis.name = a < table.axes.size() ? table.axes[a] : "best acc";
+        std::vector<double> numbers;
+        for (const std::string &v : columns[a]) {
+            double x = 0;
+            if (parseDouble(v, x))
+                numbers.push_back(x);
+        }
+        axis.numeric = !numbers.empty() && numbers.size() == columns[a].size();
+        if (axis.numeric) {
+            const auto [low, high] = std::minmax_element(numbers.begin(), numbers.end());
+            axis.log = *low > 0 && *high >= 20 * *low;
+            const auto place = [&axis](double v) { return axis.log ? std::log(v) : v; };
+            const double from = place(*low);
+            const double span = place(*high) - from;
+            for (double v : numbers)
+                heights[a].push_back(span > 0 ? (place(v) - from) / span : 0.5);
+            const bool acc = a == table.axes.size();
+            axis.values = {acc ? fixed(*low, 3) : formatShortest(*low), acc ? fixed(*high, 3) : formatShortest(*high)};
+        } else {
+            for (const std::string &v : columns[a]) {
+                if (std::find(axis.values.begin(), axis.values.end(), v) == axis.values.end())
+                    axis.values.push_back(v);
+            }
+            const double last = static_cast<double>(axis.values.size() - 1);
+            for (const std::string &v : columns[a]) {
+                const auto at = std::find(axis.values.begin(), axis.values.end(), v) - axis.values.begin();
+                heights[a].push_back(last > 0 ? static_cast<double>(at) / last : 0.5);
+            }
+        }
+        plot.axes.push_back(std::move(axis));
+    }
+    std::size_t k = 0;
+    for (const SweepRow &r : table.rows) {
+        std::vector<double> line;
+        if (r.secondsPerEpoch > 0) {
+            for (const auto &h : heights)
+                line.push_back(h[k]);
+            ++k;
+        }
+        plot.lines.push_back(std::move(line));
+    }
+    return plot;
+}
+
 std::string formatSweepFindings(const SweepTable &table)
 {
     std::string out;

@@ -57,6 +57,24 @@ struct AxisEffect
 // The axes that vary among at least three completed runs, in the table's order.
 std::vector<AxisEffect> axisEffects(const SweepTable &table);
 
+// A sweep as parallel coordinates: a vertical axis per swept setting, then best acc; each run a line across them.
+struct ParallelAxis
+{
+    std::string name;
+    bool numeric = false;                  // every value a number: placed by value, else by order first met
+    bool log = false;                      // numbers above 0 spanning 20 times or more: placed by their logarithm
+    std::vector<std::string> values;       // bottom to top: a number axis's lowest and highest, else every value
+};
+
+struct ParallelPlot
+{
+    std::vector<ParallelAxis> axes;        // the table's axes, then "best acc"
+    // Per table row, each axis's height in [0, 1]; empty for a run that has no result yet.
+    std::vector<std::vector<double>> lines;
+};
+
+ParallelPlot parallelCoordinates(const SweepTable &table);
+
 // The best of two or more completed runs and, over three or more, each axis's effect; "" when there is neither.
 std::string formatSweepFindings(const SweepTable &table);
 // Fixed-width text, one line per run, as `trainlab-cli sweep` prints at the end; then, after a blank line, the
