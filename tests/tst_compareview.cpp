@@ -16,6 +16,7 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
+#include <QScatterSeries>
 #include <QStackedBarSeries>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -144,6 +145,7 @@ private Q_SLOTS:
     void epochMetricChosen();
     void tableIsReadOnly();
     void tableRunGoesToTheForm();
+    void randomRunsArePointsAgainstTheRate();
     void exportWritesAFile_data();
     void exportWritesAFile();
     void exportToAMissingFolderFails_data();
@@ -406,6 +408,30 @@ void tst_CompareView::tableRunGoesToTheForm()
     QCOMPARE(asked[0].batchSize, 64);
     QCOMPARE(asked[1].learningRate, 0.1);
     QCOMPARE(asked[1].batchSize, 64);
+}
+
+void tst_CompareView::randomRunsArePointsAgainstTheRate()
+{
+    // Drawn at random: each run its own learning rate and momentum.
+    std::vector<QueueEntry> entries;
+    const double rates[] = {0.004, 0.02, 0.07};
+    const char *rateText[] = {"0.004", "0.02", "0.07"};
+    const char *momentum[] = {"0.81", "0.55", "0.62"};
+    for (int i = 0; i < 3; ++i) {
+        QueueEntry e = run(i, 3, {{"learning_rate", rateText[i]}, {"momentum", momentum[i]}}, 0.4 + 0.1 * i, 100.0);
+        e.config.learningRate = rates[i];
+        entries.push_back(std::move(e));
+    }
+    CompareView view;
+    view.setEntries(kSweep, entries);
+    const auto series = view.findChild<QChartView *>(QStringLiteral("learningRateChart"))->chart()->series();
+    QCOMPARE(series.size(), 1);
+    auto *points = qobject_cast<QScatterSeries *>(series.front());
+    QVERIFY(points);
+    QCOMPARE(points->points(), QList<QPointF>({QPointF(0.004, 0.4), QPointF(0.02, 0.5), QPointF(0.07, 0.6)}));
+    // A grid averages each rate over the other settings: a line stays a line.
+    view.setEntries(kSweep, grid());
+    QVERIFY(qobject_cast<QLineSeries *>(view.findChild<QChartView *>(QStringLiteral("learningRateChart"))->chart()->series().front()));
 }
 
 void tst_CompareView::exportWritesAFile_data()

@@ -27,6 +27,7 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QPushButton>
+#include <QScatterSeries>
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QStackedBarSeries>
@@ -544,9 +545,30 @@ void CompareView::rebuildLearningRate()
     } else {
         x->setRange(0.001, 1.0);
     }
+    // Each point one run, the runs differing in more than these two settings (a random search, runs picked by
+    // hand): points alone, as a line through them would read as a curve of the learning rate.
+    bool single = true;
+    for (const auto &[batch, byRate] : points) {
+        for (const auto &[lr, sum] : byRate)
+            single = single && sum.second == 1;
+    }
+    const bool others = std::any_of(m_table.axes.begin(), m_table.axes.end(), [](const std::string &a) {
+        return a != "learning_rate" && a != "batch_size";
+    });
     int colour = 0;
     for (const auto &[batch, byRate] : points) {
-        QLineSeries *series = lineSeries(tr("batch %1").arg(batch), paletteColour(colour++));
+        const QColor c = paletteColour(colour++);
+        QXYSeries *series = nullptr;
+        if (single && others) {
+            auto *scatter = new QScatterSeries;
+            scatter->setName(tr("batch %1").arg(batch));
+            scatter->setColor(c);
+            scatter->setBorderColor(c);
+            scatter->setMarkerSize(9.0);
+            series = scatter;
+        } else {
+            series = lineSeries(tr("batch %1").arg(batch), c);
+        }
         for (const auto &[lr, sum] : byRate)
             series->append(lr, sum.first / sum.second);
         attach(chart, series, x, y);

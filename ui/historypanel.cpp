@@ -33,6 +33,15 @@
 
 namespace trainlab {
 
+namespace {
+
+QString runsText(qsizetype n)
+{
+    return n == 1 ? HistoryPanel::tr("1 run") : HistoryPanel::tr("%1 runs").arg(n);
+}
+
+} // namespace
+
 HistoryPanel::HistoryPanel(AccuracyChart *chart, QWidget *parent)
     : QWidget(parent)
     , m_chart(chart)
@@ -403,9 +412,9 @@ void HistoryPanel::deleteSelectedRuns()
         return;
     // The trash first: a run deleted by a slip of the key comes back from the desktop's trash.
     QMessageBox ask(QMessageBox::Question, tr("Delete Runs"),
-                    tr("Move %n run(s) to the trash? They can be restored from there; Delete Permanently removes "
-                       "them and everything in their folders (config, metrics, checkpoints).\n\n%1", nullptr,
-                       dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+                    tr("Move %1 to the trash? They can be restored from there; Delete Permanently removes "
+                       "them and everything in their folders (config, metrics, checkpoints).\n\n%2")
+                        .arg(runsText(dirs.size()), dirs.join(QLatin1Char('\n'))),
                     QMessageBox::Yes | QMessageBox::Discard | QMessageBox::No, window());
     ask.button(QMessageBox::Yes)->setText(tr("Move to Trash"));
     ask.button(QMessageBox::Discard)->setText(tr("Delete Permanently"));
@@ -441,8 +450,9 @@ void HistoryPanel::deleteSelectedCheckpoints()
         return;
     const auto answer = QMessageBox::question(
         window(), tr("Delete Checkpoints"),
-        tr("Delete the checkpoints of %n run(s)? Their configuration, metrics and summary stay, but they can no "
-           "longer be resumed or continued.\n\n%1", nullptr, dirs.size()).arg(dirs.join(QLatin1Char('\n'))),
+        tr("Delete the checkpoints of %1? Their configuration, metrics and summary stay, but they can no "
+           "longer be resumed or continued.\n\n%2")
+            .arg(runsText(dirs.size()), dirs.join(QLatin1Char('\n'))),
         QMessageBox::Yes | QMessageBox::No, QMessageBox::No);
     if (answer != QMessageBox::Yes)
         return;
@@ -512,7 +522,7 @@ bool HistoryPanel::exportTable(const QString &path, const QString &title,
     QString problem;
     try {
         if (saveTextFile(path, QByteArray::fromStdString(table({runs.begin(), runs.end()})), &problem)) {
-            Q_EMIT status(tr("%1 of %n run(s) saved to %2", nullptr, runs.size()).arg(title, path), 5000);
+            Q_EMIT status(tr("%1 of %2 saved to %3").arg(title, runsText(runs.size()), path), 5000);
             return true;
         }
     } catch (const std::exception &e) {
