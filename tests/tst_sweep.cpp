@@ -359,6 +359,9 @@ void tst_Sweep::parallelCoordinatesPlaceEachRun()
             QVERIFY2(qAbs(plot.lines[r][a] - expected[r][a]) < 1e-12, qPrintable(QString("run %1 axis %2: %3").arg(r).arg(a).arg(plot.lines[r][a])));
     }
     QVERIFY(plot.lines[3].empty());   // not started: no line
+    // Accuracy stays linear, even from chance to near the top.
+    table.rows[0].bestTestAcc = 0.02;
+    QVERIFY(!trainlab::parallelCoordinates(table).axes.back().log);
 }
 
 void tst_Sweep::augmentationDescriptionsReadBack_data()

@@ -267,13 +267,13 @@ ParallelPlot parallelCoordinates(const SweepTable &table)
         axis.numeric = !numbers.empty() && numbers.size() == columns[a].size();
         if (axis.numeric) {
             const auto [low, high] = std::minmax_element(numbers.begin(), numbers.end());
-            axis.log = *low > 0 && *high >= 20 * *low;
+            const bool acc = a == table.axes.size();
+            axis.log = !acc && *low > 0 && *high >= 20 * *low;
             const auto place = [&axis](double v) { return axis.log ? std::log(v) : v; };
             const double from = place(*low);
             const double span = place(*high) - from;
             for (double v : numbers)
                 heights[a].push_back(span > 0 ? (place(v) - from) / span : 0.5);
-            const bool acc = a == table.axes.size();
             axis.values = {acc ? fixed(*low, 3) : formatShortest(*low), acc ? fixed(*high, 3) : formatShortest(*high)};
         } else {
             for (const std::string &v : columns[a]) {

@@ -60,9 +60,9 @@ std::vector<AxisEffect> axisEffects(const SweepTable &table);
 // A sweep as parallel coordinates: a vertical axis per swept setting, then best acc; each run a line across them.
 struct ParallelAxis
 {
-    std::string name;
+    std::string name;                      // the last, "best acc", is always linear
     bool numeric = false;                  // every value a number: placed by value, else by order first met
-    bool log = false;                      // numbers above 0 spanning 20 times or more: placed by their logarithm
+    bool log = false;                      // a setting's numbers above 0 spanning 20 times or more: by their logarithm
     std::vector<std::string> values;       // bottom to top: a number axis's lowest and highest, else every value
 };
 
