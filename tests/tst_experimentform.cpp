@@ -442,6 +442,20 @@ void tst_ExperimentForm::launchCommands()
     trainlab::LaunchDialog unsaved(cpu, QString());
     QVERIFY(unsaved.torchrunText().contains(QLatin1String("--nproc_per_node 1 --standalone --no_python trainlab-cli run EXPERIMENT.json")));
     QVERIFY(!unsaved.slurmText().contains(QLatin1String("gpus-per-node")));
+
+    // The layout line counts the devices in words, not "device(s)".
+    const auto layoutLine = [](const QWidget &d) {
+        for (const QLabel *label : d.findChildren<QLabel *>()) {
+            if (label->text().contains(QLatin1String("per machine")))
+                return label->text();
+        }
+        return QString();
+    };
+    QVERIFY2(layoutLine(unsaved).contains(QLatin1String("experiment's 2 devices (2 in all)")), qPrintable(layoutLine(unsaved)));
+    ExperimentConfig one;
+    trainlab::LaunchDialog single(one, QString());
+    single.nodes()->setValue(4);
+    QVERIFY2(layoutLine(single).contains(QLatin1String("experiment's device (4 in all)")), qPrintable(layoutLine(single)));
 }
 
 QTEST_MAIN(tst_ExperimentForm)

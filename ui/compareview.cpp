@@ -58,6 +58,18 @@ QColor paletteColour(int i)
     return QColor::fromHsvF(std::fmod(0.1 + 0.618034 * i, 1.0), 0.75, 0.8);
 }
 
+// t from 0 to 1 on viridis' ends and middle: dark for the lowest, bright for the highest.
+QColor rampColour(double t)
+{
+    const QColor stops[] = {QColor(0x440154), QColor(0x21918c), QColor(0xfde725)};
+    const double at = std::clamp(t, 0.0, 1.0) * 2.0;
+    const int i = std::min(1, static_cast<int>(at));
+    const double f = at - i;
+    const QColor &a = stops[i], &b = stops[i + 1];
+    return QColor::fromRgbF(a.redF() + f * (b.redF() - a.redF()), a.greenF() + f * (b.greenF() - a.greenF()),
+                            a.blueF() + f * (b.blueF() - a.blueF()));
+}
+
 QLineSeries *lineSeries(const QString &name, const QColor &colour, Qt::PenStyle style = Qt::SolidLine)
 {
     auto *series = new QLineSeries;
@@ -466,16 +478,6 @@ void CompareView::rebuildParallel()
         rule->append(a, 1.0);
         attach(chart, rule, x, y);
     }
-    // Viridis' ends and middle: dark for the worst run, bright for the best.
-    const auto colourOf = [](double t) {
-        const QColor stops[] = {QColor(0x440154), QColor(0x21918c), QColor(0xfde725)};
-        const double at = std::clamp(t, 0.0, 1.0) * 2.0;
-        const int i = std::min(1, static_cast<int>(at));
-        const double f = at - i;
-        const QColor &a = stops[i], &b = stops[i + 1];
-        return QColor::fromRgbF(a.redF() + f * (b.redF() - a.redF()), a.greenF() + f * (b.greenF() - a.greenF()),
-                                a.blueF() + f * (b.blueF() - a.blueF()));
-    };
     double low = 1.0;
     double high = 0.0;
     for (const SweepRow &row : m_table.rows) {
@@ -491,7 +493,7 @@ void CompareView::rebuildParallel()
         const SweepRow &row = m_table.rows[r];
         const bool done = row.status == "completed";
         const double t = high > low ? (row.bestTestAcc - low) / (high - low) : 1.0;
-        QLineSeries *series = lineSeries(tr("run %1").arg(row.index), done ? colourOf(t) : QColor(0x9a9a9a),
+        QLineSeries *series = lineSeries(tr("run %1").arg(row.index), done ? rampColour(t) : QColor(0x9a9a9a),
                                          done ? Qt::SolidLine : Qt::DashLine);
         for (std::size_t a = 0; a < line.size(); ++a)
             series->append(static_cast<double>(a), line[a]);

@@ -101,13 +101,19 @@ void LaunchDialog::update()
     const int perNode = processesPerNode(m_config);
     const int nodes = m_nodes->value();
     const std::string path = m_path.isEmpty() ? std::string("EXPERIMENT.json") : m_path.toStdString();
-    m_layout->setText(perNode > 1 ? tr("%1 processes per machine, one per GPU of the experiment (%2 in all); the global batch "
-                                       "of %3 is split across them.")
-                                        .arg(perNode).arg(perNode * nodes).arg(m_config.batchSize)
-                                  : tr("One process per machine driving the experiment's %1 device(s) (%2 in all); the global "
-                                       "batch of %3 is split across them.")
-                                        .arg(m_config.devices.size()).arg(m_config.devices.size() * static_cast<std::size_t>(nodes))
-                                        .arg(m_config.batchSize));
+    const auto devices = m_config.devices.size();
+    if (perNode > 1)
+        m_layout->setText(tr("%1 processes per machine, one per GPU of the experiment (%2 in all); the global batch of %3 "
+                             "is split across them.")
+                              .arg(perNode).arg(perNode * nodes).arg(m_config.batchSize));
+    else if (devices == 1)
+        m_layout->setText(tr("One process per machine driving the experiment's device (%1 in all); the global batch of %2 "
+                             "is split across them.")
+                              .arg(nodes).arg(m_config.batchSize));
+    else
+        m_layout->setText(tr("One process per machine driving the experiment's %1 devices (%2 in all); the global batch "
+                             "of %3 is split across them.")
+                              .arg(devices).arg(devices * static_cast<std::size_t>(nodes)).arg(m_config.batchSize));
     if (nodes > 1)
         m_layout->setText(m_layout->text() + tr(" HOST0: the first machine's name or address."));
     m_torchrun->setPlainText(QString::fromStdString(torchrunCommand(path, nodes, perNode)));

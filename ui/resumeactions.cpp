@@ -37,7 +37,9 @@ void ResumeActions::askToContinue()
         return;
     bool ok = false;
     const int more = QInputDialog::getInt(m_dialogParent, tr("Continue Run"),
-                                          tr("%1 has trained %n epoch(s). Train how many more?", nullptr, m_selected.epochsDone)
+                                          (m_selected.epochsDone == 1 ? tr("%1 has trained 1 epoch. Train how many more?")
+                                                                      : tr("%1 has trained %2 epochs. Train how many more?")
+                                                                            .arg(m_selected.epochsDone))
                                               .arg(QString::fromStdString(m_selected.name)),
                                           5, 1, 100000, 1, &ok);
     if (ok)

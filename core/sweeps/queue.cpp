@@ -291,6 +291,12 @@ void Queue::setRunDir(std::size_t i, const std::string &runDir)
 
 void Queue::markFinished(std::size_t i, const RunResult &r)
 {
+    record(i, r);
+    changed();
+}
+
+void Queue::record(std::size_t i, const RunResult &r)
+{
     QueueEntry &e = m_entries.at(i);
     e.state = r.status == RunStatus::Completed ? EntryState::Completed
               : r.status == RunStatus::Stopped ? EntryState::Stopped
@@ -305,7 +311,6 @@ void Queue::markFinished(std::size_t i, const RunResult &r)
     e.imagesPerSecond = meanImagesPerSecond(r.epochs);
     if (e.state == EntryState::Failed && m_stopOnFailure)
         m_failureStopped = true;
-    changed();
 }
 
 std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
@@ -336,7 +341,7 @@ std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
 
 void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &reason)
 {
-    markFinished(i, r);
+    record(i, r);
     QueueEntry &e = m_entries.at(i);
     e.state = EntryState::Pruned;
     e.error = reason;

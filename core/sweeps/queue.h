@@ -83,6 +83,8 @@ public:
     const std::string &saveError() const { return m_saveError; }
 
 private:
+    // Copies a finished run's outcome into entry i without saving.
+    void record(std::size_t i, const RunResult &result);
     void changed() const;
 
     std::string m_stateFile;

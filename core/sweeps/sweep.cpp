@@ -154,7 +154,8 @@ struct Choice
 };
 
 // The field a number axis sets; nullptr for the other axes.
-double *numberField(ExperimentConfig &c, const std::string &axis)
+template <typename Config>
+auto numberField(Config &c, const std::string &axis) -> decltype(&c.learningRate)
 {
     if (axis == "learning_rate")
         return &c.learningRate;
@@ -173,6 +174,27 @@ double *numberField(ExperimentConfig &c, const std::string &axis)
     return nullptr;
 }
 
+// A sweep's list for a number axis (the axes numberField knows); nullptr for the other axes.
+template <typename Sweep>
+auto numberValues(Sweep &s, const std::string &axis) -> decltype(&s.learningRate)
+{
+    if (axis == "learning_rate")
+        return &s.learningRate;
+    if (axis == "momentum")
+        return &s.momentum;
+    if (axis == "weight_decay")
+        return &s.weightDecay;
+    if (axis == "label_smoothing")
+        return &s.labelSmoothing;
+    if (axis == "grad_clip_norm")
+        return &s.gradClipNorm;
+    if (axis == "ema_decay")
+        return &s.emaDecay;
+    if (axis == "warmup_epochs")
+        return &s.warmupEpochs;
+    return nullptr;
+}
+
 ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTag &tag)
 {
     ExperimentConfig c = s.base;
@@ -183,8 +205,8 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
             continue;
         }
         const std::size_t i = choice.index.at(axis);
-        if (axis == "learning_rate")
-            c.learningRate = s.learningRate[i];
+        if (const auto *values = numberValues(s, axis))
+            *numberField(c, axis) = values->at(i);
         else if (axis == "batch_size")
             c.batchSize = s.batchSize[i];
         else if (axis == "devices")
@@ -195,20 +217,8 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
             c.seed = s.seed[i];
         else if (axis == "precision")
             c.precision = s.precision[i];
-        else if (axis == "momentum")
-            c.momentum = s.momentum[i];
-        else if (axis == "weight_decay")
-            c.weightDecay = s.weightDecay[i];
-        else if (axis == "label_smoothing")
-            c.labelSmoothing = s.labelSmoothing[i];
-        else if (axis == "grad_clip_norm")
-            c.gradClipNorm = s.gradClipNorm[i];
-        else if (axis == "ema_decay")
-            c.emaDecay = s.emaDecay[i];
         else if (axis == "schedule")
             c.schedule.kind = s.schedule[i];
-        else if (axis == "warmup_epochs")
-            c.schedule.warmupEpochs = s.warmupEpochs[i];
         else if (axis == "augmentation")
             c.augmentation = s.augmentation[i];
         else if (axis == "init")
@@ -348,8 +358,8 @@ const std::vector<std::string> &sweepAxisNames()
 
 std::string axisValue(const ExperimentConfig &c, const std::string &axis)
 {
-    if (axis == "learning_rate")
-        return number(c.learningRate);
+    if (const double *field = numberField(c, axis))
+        return number(*field);
     if (axis == "batch_size")
         return std::to_string(c.batchSize);
     if (axis == "devices")
@@ -360,20 +370,8 @@ std::string axisValue(const ExperimentConfig &c, const std::string &axis)
         return std::to_string(c.seed);
     if (axis == "precision")
         return c.precision;
-    if (axis == "momentum")
-        return number(c.momentum);
-    if (axis == "weight_decay")
-        return number(c.weightDecay);
-    if (axis == "label_smoothing")
-        return number(c.labelSmoothing);
-    if (axis == "grad_clip_norm")
-        return number(c.gradClipNorm);
-    if (axis == "ema_decay")
-        return number(c.emaDecay);
     if (axis == "schedule")
         return c.schedule.kind;
-    if (axis == "warmup_epochs")
-        return number(c.schedule.warmupEpochs);
     if (axis == "augmentation") {
         // "crop 2+flip": one value, with no comma to read as a separator.
         std::string shown = c.augmentation.describe();
@@ -388,8 +386,8 @@ std::string axisValue(const ExperimentConfig &c, const std::string &axis)
 
 std::size_t SweepConfig::axisSize(const std::string &axis) const
 {
-    if (axis == "learning_rate")
-        return learningRate.size();
+    if (const auto *values = numberValues(*this, axis))
+        return values->size();
     if (axis == "batch_size")
         return batchSize.size();
     if (axis == "devices")
@@ -400,20 +398,8 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return seed.size();
     if (axis == "precision")
         return precision.size();
-    if (axis == "momentum")
-        return momentum.size();
-    if (axis == "weight_decay")
-        return weightDecay.size();
-    if (axis == "label_smoothing")
-        return labelSmoothing.size();
-    if (axis == "grad_clip_norm")
-        return gradClipNorm.size();
-    if (axis == "ema_decay")
-        return emaDecay.size();
     if (axis == "schedule")
         return schedule.size();
-    if (axis == "warmup_epochs")
-        return warmupEpochs.size();
     if (axis == "augmentation")
         return augmentation.size();
     if (axis == "init")
@@ -654,17 +640,12 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     if (const json *axes = top.object("axes")) {
         Reader r(*axes, "axes", problems, doc.written);
         r.checkUnknown({sweepAxisNames().begin(), sweepAxisNames().end()});
-        const std::pair<const char *, std::vector<double> *> numberAxes[] = {
-            {"learning_rate", &s.learningRate},
-            {"momentum", &s.momentum},
-            {"weight_decay", &s.weightDecay},
-            {"label_smoothing", &s.labelSmoothing},
-            {"grad_clip_norm", &s.gradClipNorm},
-            {"ema_decay", &s.emaDecay},
-            {"warmup_epochs", &s.warmupEpochs}};
-        for (const auto &[key, values] : numberAxes) {
+        for (const std::string &key : sweepAxisNames()) {
+            std::vector<double> *values = numberValues(s, key);
+            if (!values)
+                continue;
             if (const auto range = axes->find(key); range != axes->end() && range->is_object()) {
-                Reader rr(*range, std::string("axes.") + key, problems, doc.written);
+                Reader rr(*range, "axes." + key, problems, doc.written);
                 rr.checkUnknown({"min", "max", "log"});
                 AxisRange r;
                 for (const char *end : {"min", "max"}) {
@@ -677,7 +658,7 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
                 s.ranges[key] = r;
                 continue;
             }
-            readAxis<double>(*axes, key, *values, problems, "a number", [](const json &v, double &out) {
+            readAxis<double>(*axes, key.c_str(), *values, problems, "a number", [](const json &v, double &out) {
                 if (!v.is_number())
                     return false;
                 out = v.get<double>();
