@@ -1,6 +1,7 @@
 #include "core/sweeps/queue.h"
 #include "core/runs/runrecord.h"
 #include "core/runs/runstorage.h"
+#include "core/util/atomicfile.h"
 #include "core/sweeps/sweep.h"
 #include "ui/compareview.h"
 #include "ui/experimentform.h"
@@ -97,6 +98,7 @@ private Q_SLOTS:
     void dialogAsksAboveTwoHundredRuns();
     void dialogDrawsRandomRuns();
     void prunedRunLetsTheQueueGoOn();
+    void windowPrunesRealRuns();
     void dialogLoadsPresets();
 
 private:
@@ -588,6 +590,61 @@ void tst_QueuePanel::prunedRunLetsTheQueueGoOn()
     // Above the median of 0.8 and 0.5: it goes on.
     panel.onEpochDone(epoch(1, 0.7));
     QCOMPARE(stops.count(), 1);
+}
+
+void tst_QueuePanel::windowPrunesRealRuns()
+{
+    // A queue file holding a run of the sweep at 0.99 after every epoch, then two real 3-epoch runs of the same sweep
+    // that cannot reach it: the window stops each after epoch 1 and goes on to the next.
+    const std::string id = "win-prune";
+    const std::string bestDir = m_home.filePath(QStringLiteral("best-run")).toStdString();
+    QVERIFY(QDir().mkpath(QString::fromStdString(bestDir)));
+    std::string csv = std::string(trainlab::RunRecord::metricsHeader()) + "\n";
+    trainlab::QueueEntry best;
+    best.config = tinyConfig("win-prune");
+    best.config.epochs = 3;
+    best.tag.id = id;
+    best.state = EntryState::Completed;
+    best.runDir = bestDir;
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+        trainlab::EpochMetrics m;
+        m.epoch = epoch;
+        m.testAcc = 0.99;
+        m.seconds = 1.0;
+        csv += trainlab::RunRecord::metricsRow(m);
+    }
+    trainlab::writeFileAtomic(bestDir + "/metrics.csv", csv);
+    {
+        trainlab::Queue queue(QDir(m_runsDir).filePath(QStringLiteral("queue.json")).toStdString());
+        queue.add(best);
+        SweepConfig sweep;
+        sweep.name = id;
+        sweep.base = best.config;
+        sweep.seed = {1, 2};
+        sweep.pruning = {"median", 1, 1};
+        queue.addSweep(sweep, id, "two real runs");
+        queue.save();
+    }
+    MainWindow window;
+    window.setRunsDir(m_runsDir, false);
+    QueuePanel *panel = window.queuePanel();
+    QCOMPARE(states(*panel), QStringList({"completed", "waiting", "waiting"}));
+    QSignalSpy ended(panel, &QueuePanel::queueEnded);
+    panel->startQueue();
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 120000);
+    QTRY_VERIFY(!window.isRunning());
+    QCOMPARE(states(*panel), QStringList({"completed", "pruned", "pruned"}));
+    for (std::size_t i : {std::size_t(1), std::size_t(2)}) {
+        const trainlab::QueueEntry &e = panel->queue().at(i);
+        // The second compares with the first pruned one too: both reached epoch 1.
+        const char *median = i == 1 ? "at epoch 1 is below the median 0.990 of the sweep's 1 other runs"
+                                    : "at epoch 1 is below the median";
+        QVERIFY2(e.error.find(median) != std::string::npos, e.error.c_str());
+        QCOMPARE(trainlab::readMetrics(e.runDir).size(), std::size_t(1));
+        QCOMPARE(trainlab::readRunNotes(e.runDir), "two real runs\npruned by its sweep: " + e.error);
+    }
+    QCOMPARE(trainlab::Queue::load(panel->stateFile().toStdString()).at(2).state, EntryState::Pruned);
+    QVERIFY(window.lastError().isEmpty());
 }
 
 void tst_QueuePanel::dialogLoadsPresets()
