@@ -559,8 +559,7 @@ int sweepCommand(const trainlab::CliArgs &args)
         if (sweep.scaleLrWithBatch)
             mode += ", learning rate scaled with the batch size";
         if (sweep.pruning.on())
-            mode += ", pruned below the median once " + std::to_string(sweep.pruning.startupRuns)
-                    + " others reached the epoch, from epoch " + std::to_string(sweep.pruning.minEpochs);
+            mode += ", pruned " + sweep.pruning.describe();
         if (problems.empty() || args.dryRun) {
             if (sweep.runCount() >= 0 && sweep.runCount() <= trainlab::SweepConfig::kMaxRuns)
                 queue.addSweep(sweep, "dry-run");

@@ -109,6 +109,7 @@ private Q_SLOTS:
     void runNotesStayInTheirFolder_data();
     void runNotesStayInTheirFolder();
     void trashKeepsTheRunWhole();
+    void trashOnAnotherFileSystem();
     void notesHeadline_data();
     void notesHeadline();
     void vanishedFolderSaysSo();
@@ -505,6 +506,43 @@ void tst_Hostile::trashKeepsTheRunWhole()
     ::close(fd);
     QVERIFY(fs::exists(target + "/summary.json"));
     QVERIFY(!fs::exists(trash + "/info/" + fs::path(target).filename().string() + ".trashinfo"));
+    qunsetenv("XDG_DATA_HOME");
+}
+
+// A run on another file system than the home trash goes to that file system's own trash ($topdir/.Trash-$uid), its
+// .trashinfo path from the top: moved, never copied, and the home trash untouched.
+void tst_Hostile::trashOnAnotherFileSystem()
+{
+    struct stat tmp {}, dev {}, shm {};
+    if (::stat(m_tmp.path().toUtf8().constData(), &tmp) != 0 || ::stat("/dev", &dev) != 0 || ::stat("/dev/shm", &shm) != 0
+        || shm.st_dev == tmp.st_dev || shm.st_dev == dev.st_dev || ::access("/dev/shm", W_OK) != 0)
+        QSKIP("needs /dev/shm writable and the top of a file system other than the temporary folder's");
+    const std::string data = m_tmp.path().toStdString() + "/data-" + std::to_string(std::rand());
+    qputenv("XDG_DATA_HOME", data.c_str());
+    QTemporaryDir other(QStringLiteral("/dev/shm/trainlab-trash-XXXXXX"));
+    QVERIFY(other.isValid());
+    const std::string run = makeRun(other.path().toStdString(), "far run");
+    const std::string trash = "/dev/shm/.Trash-" + std::to_string(::getuid());
+    const std::string name = "far run";
+    const bool hadTrash = fs::exists(trash);
+    const std::string where = trainlab::trashRun(run);
+    const std::string info = trash + "/info/" + fs::path(where).filename().string() + ".trashinfo";
+    const std::string text = readText(info);
+    const std::string kept = where;
+    const bool whole = fs::exists(where + "/summary.json") && fs::exists(where + "/metrics.csv");
+    fs::remove_all(where);
+    fs::remove(info);
+    if (!hadTrash) {
+        std::error_code ec;
+        for (const char *sub : {"/files", "/info", ""})
+            fs::remove(trash + sub, ec);
+    }
+    QCOMPARE(fs::path(kept).parent_path().string(), trash + "/files");
+    QVERIFY(fs::path(kept).filename().string().rfind(name, 0) == 0);
+    QVERIFY(whole && !fs::exists(run));
+    const std::string relative = fs::path(other.path().toStdString()).filename().string() + "/far%20run";
+    QVERIFY2(text.rfind("[Trash Info]\nPath=" + relative + "\nDeletionDate=", 0) == 0, text.c_str());
+    QVERIFY(!fs::exists(data + "/Trash/files"));
     qunsetenv("XDG_DATA_HOME");
 }
 

@@ -111,6 +111,8 @@ private Q_SLOTS:
     void killedSweepResumesWhereItStopped();
     void dryRunPrintsThePlanOnly();
     void pruneReasonComparesTheSameEpoch();
+    void pruneRulesDecide_data();
+    void pruneRulesDecide();
     void prunedRunStopsAndTheQueueGoesOn();
 
 private:
@@ -474,6 +476,53 @@ void tst_Queue::pruneReasonComparesTheSameEpoch()
     QCOMPARE(queue.pruneReason(0, epochAt(3, 0.0)), std::string());
     // Without a rule nothing is pruned.
     QCOMPARE(queue.pruneReason(1, epochAt(2, 0.0)), std::string());
+}
+
+void tst_Queue::pruneRulesDecide_data()
+{
+    QTest::addColumn<QString>("rule");
+    QTest::addColumn<double>("value");
+    QTest::addColumn<double>("acc");
+    QTest::addColumn<QString>("reason");
+    // The others at the epoch: 0.2, 0.4, 0.6, 0.8, 1.0.
+    QTest::newRow("median, below") << "median" << 0.0 << 0.59
+                                   << "test acc 0.590 at epoch 2 is below the median 0.600 of the sweep's 5 other runs there";
+    QTest::newRow("median, at it") << "median" << 0.0 << 0.6 << "";
+    QTest::newRow("percentile 50 is the median") << "percentile" << 50.0 << 0.59
+                                                 << "test acc 0.590 at epoch 2 is below 0.600, the bar for the top 50 % of the sweep's 5 other runs there";
+    // The 75th percentile of five values lies on the fourth: 0.8.
+    QTest::newRow("top 25 %, below") << "percentile" << 25.0 << 0.79
+                                     << "test acc 0.790 at epoch 2 is below 0.800, the bar for the top 25 % of the sweep's 5 other runs there";
+    QTest::newRow("top 25 %, at it") << "percentile" << 25.0 << 0.8 << "";
+    // The 90th percentile lies between 0.8 and 1.0, at 0.92.
+    QTest::newRow("top 10 %, between two runs") << "percentile" << 10.0 << 0.91
+                                                << "test acc 0.910 at epoch 2 is below 0.920, the bar for the top 10 % of the sweep's 5 other runs there";
+    QTest::newRow("top 90 %, above the lowest") << "percentile" << 90.0 << 0.3 << "";
+    QTest::newRow("threshold, below") << "threshold" << 0.15 << 0.1 << "test acc 0.100 at epoch 2 is below the threshold 0.15";
+    QTest::newRow("threshold, at it") << "threshold" << 0.15 << 0.15 << "";
+}
+
+// Each rule against the same sweep: the median, a percentile interpolated as numpy's, a fixed threshold.
+void tst_Queue::pruneRulesDecide()
+{
+    QFETCH(QString, rule);
+    QFETCH(double, value);
+    QFETCH(double, acc);
+    QFETCH(QString, reason);
+    Queue queue;
+    QueueEntry running;
+    running.tag.id = "s";
+    running.config.epochs = 3;
+    running.prune = {rule.toStdString(), 5, 1, value, value};
+    queue.add(running);
+    for (double other : {1.0, 0.2, 0.8, 0.4, 0.6})
+        queue.add(finishedEntry("s", {other, other, other}));
+    QCOMPARE(QString::fromStdString(queue.pruneReason(0, epochAt(2, acc))), reason);
+    // A threshold needs no other run; the others wait for five.
+    Queue alone;
+    alone.add(running);
+    alone.add(finishedEntry("s", {1.0, 1.0, 1.0}));
+    QCOMPARE(alone.pruneReason(0, epochAt(2, acc)).empty(), rule != "threshold" || reason.isEmpty());
 }
 
 void tst_Queue::prunedRunStopsAndTheQueueGoesOn()

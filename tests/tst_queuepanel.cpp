@@ -14,6 +14,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -528,16 +529,33 @@ void tst_QueuePanel::dialogDrawsRandomRuns()
     notes->clear();
     QTRY_VERIFY(dialog.problems().isEmpty());
 
-    auto *prune = child<QCheckBox>(dialog, QStringLiteral("sweepPrune"));
+    auto *prune = child<QComboBox>(dialog, QStringLiteral("sweepPrune"));
+    auto *pruneValue = child<QDoubleSpinBox>(dialog, QStringLiteral("sweepPruneValue"));
     QVERIFY(!dialog.sweep().pruning.on());
     QVERIFY(!child<QSpinBox>(dialog, QStringLiteral("sweepPruneStartup"))->isEnabled());
-    prune->setChecked(true);
+    prune->setCurrentIndex(prune->findData(QStringLiteral("median")));
     QVERIFY(child<QSpinBox>(dialog, QStringLiteral("sweepPruneStartup"))->isEnabled());
+    QVERIFY(pruneValue->isHidden());
     child<QSpinBox>(dialog, QStringLiteral("sweepPruneMinEpochs"))->setValue(2);
     QCOMPARE(dialog.sweep().pruning, (trainlab::PruneRule{"median", 3, 2}));
     reopened.setSweep(dialog.sweep());
-    QVERIFY(child<QCheckBox>(reopened, QStringLiteral("sweepPrune"))->isChecked());
+    QCOMPARE(child<QComboBox>(reopened, QStringLiteral("sweepPrune"))->currentData().toString(), QStringLiteral("median"));
     QCOMPARE(child<QSpinBox>(reopened, QStringLiteral("sweepPruneMinEpochs"))->value(), 2);
+    // The top share: the value box asks for it; the startup runs still count.
+    prune->setCurrentIndex(prune->findData(QStringLiteral("percentile")));
+    QVERIFY(!pruneValue->isHidden());
+    QCOMPARE(pruneValue->value(), 25.0);
+    pruneValue->setValue(12.5);
+    QCOMPARE(dialog.sweep().pruning, (trainlab::PruneRule{"percentile", 3, 2, 12.5}));
+    // A threshold: no other run is waited for, and the box turns to a test accuracy.
+    prune->setCurrentIndex(prune->findData(QStringLiteral("threshold")));
+    QVERIFY(!child<QSpinBox>(dialog, QStringLiteral("sweepPruneStartup"))->isEnabled());
+    QCOMPARE(pruneValue->value(), 0.2);
+    QCOMPARE(dialog.sweep().pruning.minTestAcc, 0.2);
+    QTRY_VERIFY2(dialog.problems().isEmpty(), qPrintable(dialog.problems().join('\n')));
+    reopened.setSweep(dialog.sweep());
+    QCOMPARE(child<QDoubleSpinBox>(reopened, QStringLiteral("sweepPruneValue"))->value(), 0.2);
+    QCOMPARE(reopened.sweep().pruning, dialog.sweep().pruning);
 }
 
 void tst_QueuePanel::prunedRunLetsTheQueueGoOn()

@@ -448,7 +448,18 @@ void tst_Sweep::badAxesAreNamed_data()
     row("range end invalid", sweepJson("random", R"({"momentum": {"min": 0.5, "max": 1.5}})", R"(, "runs": 2)"),
         "axes.momentum.max: momentum: must be at least 0 and below 1, got 1.5");
     row("unknown pruning rule", sweepJson("grid", "{}", R"(, "pruning": {"rule": "mean"})"),
-        "pruning.rule: must be \"median\", got \"mean\"");
+        "pruning.rule: must be \"median\", \"percentile\" or \"threshold\", got \"mean\"");
+    row("percentile of 100", sweepJson("grid", "{}", R"(, "pruning": {"rule": "percentile", "percentile": 100})"),
+        "pruning.percentile: must be above 0 and below 100 (the top share kept, in %), got 100");
+    row("percentile for the median", sweepJson("grid", "{}", R"(, "pruning": {"rule": "median", "percentile": 25})"),
+        "pruning.percentile: rule \"median\" does not read it");
+    row("threshold without its accuracy", sweepJson("grid", "{}", R"(, "pruning": {"rule": "threshold"})"),
+        "pruning.min_test_acc: missing");
+    row("threshold above 1", sweepJson("grid", "{}", R"(, "pruning": {"rule": "threshold", "min_test_acc": 1.5})"),
+        "pruning.min_test_acc: must be above 0 and at most 1, got 1.5");
+    row("threshold with startup runs",
+        sweepJson("grid", "{}", R"(, "pruning": {"rule": "threshold", "min_test_acc": 0.2, "startup_runs": 2})"),
+        "pruning.startup_runs: rule \"threshold\" does not read it");
     row("pruning without a rule", sweepJson("grid", "{}", R"(, "pruning": {"min_epochs": 2})"), "pruning.rule: missing");
     row("pruning from epoch 0", sweepJson("grid", "{}", R"(, "pruning": {"rule": "median", "min_epochs": 0})"),
         "pruning.min_epochs: must be from 1 to 100000, got 0");
@@ -520,6 +531,14 @@ void tst_Sweep::jsonRoundTrip()
         sweepJson("grid", R"({"seed": [1, 2]})", R"(, "pruning": {"rule": "median", "startup_runs": 5})"));
     QCOMPARE(pruned.pruning, (trainlab::PruneRule{"median", 5, 1}));
     QCOMPARE(SweepConfig::fromJson(pruned.toJson()).pruning, pruned.pruning);
+    for (const char *rule : {R"({"rule": "percentile", "percentile": 12.5, "startup_runs": 4, "min_epochs": 2})",
+                             R"({"rule": "threshold", "min_test_acc": 0.2, "min_epochs": 3})"}) {
+        const SweepConfig other = SweepConfig::fromJson(sweepJson("grid", R"({"seed": [1, 2]})", std::string(R"(, "pruning": )") + rule));
+        QCOMPARE(SweepConfig::fromJson(other.toJson()).pruning, other.pruning);
+        // The file keeps only the keys its rule reads, so it loads again.
+        QVERIFY(other.validate().empty());
+    }
+    QCOMPARE(SweepConfig::fromJson(sweepJson("grid", "{}", R"(, "pruning": {"rule": "percentile"})")).pruning.percentile, 25.0);
     QVERIFY(!SweepConfig::fromJson(s.toJson()).pruning.on());
 }
 

@@ -5,6 +5,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialogButtonBox>
+#include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -136,7 +137,8 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_init(axisEdit("init", tr("initial weights, e.g. d2l, pytorch")))
     , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
     , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
-    , m_prune(new QCheckBox(tr("Prune: stop a run whose test accuracy is below the median of the others"), this))
+    , m_prune(new QComboBox(this))
+    , m_pruneValue(new QDoubleSpinBox(this))
     , m_pruneStartup(new QSpinBox(this))
     , m_pruneMinEpochs(new QSpinBox(this))
     , m_count(new QLabel(this))
@@ -166,8 +168,13 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_scaleLr->setObjectName(QStringLiteral("sweepScaleLr"));
     m_stopOnFailure->setObjectName(QStringLiteral("sweepStopOnFailure"));
     m_prune->setObjectName(QStringLiteral("sweepPrune"));
-    m_prune->setToolTip(tr("After each epoch, a run below the median test accuracy of the sweep's other runs at that "
-                           "epoch stops and is kept as pruned; the queue goes on"));
+    m_prune->addItem(tr("never: every run trains all its epochs"), QString());
+    m_prune->addItem(tr("below the median of the others"), QStringLiteral("median"));
+    m_prune->addItem(tr("outside the top share of the others"), QStringLiteral("percentile"));
+    m_prune->addItem(tr("below a test accuracy"), QStringLiteral("threshold"));
+    m_prune->setToolTip(tr("After each epoch, a run that falls behind stops and is kept as pruned; the queue goes on"));
+    m_pruneValue->setObjectName(QStringLiteral("sweepPruneValue"));
+    showPruneValue(PruneRule{}.percentile);
     m_pruneStartup->setObjectName(QStringLiteral("sweepPruneStartup"));
     m_pruneStartup->setRange(1, SweepConfig::kMaxRuns);
     m_pruneStartup->setValue(PruneRule{}.startupRuns);
@@ -213,10 +220,11 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QString(), m_stopOnFailure);
     auto *prune = new QHBoxLayout;
     prune->addWidget(m_prune);
+    prune->addWidget(m_pruneValue);
     prune->addWidget(m_pruneStartup);
     prune->addWidget(m_pruneMinEpochs);
     prune->addStretch();
-    form->addRow(QString(), prune);
+    form->addRow(tr("Prune"), prune);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(form);
     layout->addWidget(m_count);
@@ -233,7 +241,12 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     connect(m_runs, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_randomSeed, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_scaleLr, &QCheckBox::toggled, this, &SweepDialog::revalidate);
-    connect(m_prune, &QCheckBox::toggled, this, &SweepDialog::revalidate);
+    connect(m_prune, &QComboBox::currentIndexChanged, this, [this] {
+        // A threshold a little above chance for ten classes: a run still at chance after an epoch learns nothing.
+        showPruneValue(m_prune->currentData().toString() == QLatin1String("threshold") ? 0.2 : PruneRule{}.percentile);
+        revalidate();
+    });
+    connect(m_pruneValue, &QDoubleSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_preset, &QComboBox::currentIndexChanged, this, [this](int index) {
         const QString name = m_preset->itemData(index).toString();
         if (name.isEmpty()) {
@@ -316,11 +329,37 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
     }
     m_scaleLr->setChecked(sweep.scaleLrWithBatch);
     m_stopOnFailure->setChecked(sweep.stopOnFailure);
-    m_prune->setChecked(sweep.pruning.on());
     const PruneRule rule = sweep.pruning.on() ? sweep.pruning : PruneRule{};
+    {
+        const QSignalBlocker quiet(m_prune);
+        m_prune->setCurrentIndex(std::max(0, m_prune->findData(QString::fromStdString(rule.rule))));
+    }
+    showPruneValue(rule.rule == "threshold" ? rule.minTestAcc : rule.percentile);
     m_pruneStartup->setValue(rule.startupRuns);
     m_pruneMinEpochs->setValue(rule.minEpochs);
     revalidate();
+}
+
+void SweepDialog::showPruneValue(double value)
+{
+    const QSignalBlocker quiet(m_pruneValue);
+    if (m_prune->currentData().toString() == QLatin1String("threshold")) {
+        m_pruneValue->setRange(0.0, 1.0);
+        m_pruneValue->setDecimals(3);
+        m_pruneValue->setSingleStep(0.05);
+        m_pruneValue->setPrefix(tr("test acc "));
+        m_pruneValue->setSuffix(QString());
+        m_pruneValue->setToolTip(tr("A run whose test accuracy after an epoch is below this stops"));
+    } else {
+        m_pruneValue->setRange(1.0, 99.0);
+        m_pruneValue->setDecimals(1);
+        m_pruneValue->setSingleStep(5.0);
+        m_pruneValue->setPrefix(tr("top "));
+        m_pruneValue->setSuffix(tr(" %"));
+        m_pruneValue->setToolTip(tr("A run whose test accuracy after an epoch is not among the top share of the "
+                                    "sweep's other runs at that epoch stops"));
+    }
+    m_pruneValue->setValue(value);
 }
 
 SweepConfig SweepDialog::parse(QStringList *problems) const
@@ -335,8 +374,15 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
     }
     s.scaleLrWithBatch = m_scaleLr->isChecked();
     s.stopOnFailure = m_stopOnFailure->isChecked();
-    if (m_prune->isChecked())
-        s.pruning = {"median", m_pruneStartup->value(), m_pruneMinEpochs->value()};
+    s.pruning.rule = m_prune->currentData().toString().toStdString();
+    if (s.pruning.on()) {
+        s.pruning.startupRuns = m_pruneStartup->value();
+        s.pruning.minEpochs = m_pruneMinEpochs->value();
+        if (s.pruning.rule == "percentile")
+            s.pruning.percentile = m_pruneValue->value();
+        else if (s.pruning.rule == "threshold")
+            s.pruning.minTestAcc = m_pruneValue->value();
+    }
     const QString notNumber = tr("must be a number");
     const QString notInteger = tr("must be a whole number");
     s.batchSize = numbers<std::int64_t>("batch_size", m_batchSize->text(),
@@ -424,8 +470,10 @@ void SweepDialog::revalidate()
     const bool random = s.mode == "random";
     m_runs->setEnabled(random);
     m_randomSeed->setEnabled(random);
-    m_pruneStartup->setEnabled(m_prune->isChecked());
-    m_pruneMinEpochs->setEnabled(m_prune->isChecked());
+    const PruneRule pruning = s.pruning;
+    m_pruneStartup->setEnabled(pruning.comparesRuns());
+    m_pruneMinEpochs->setEnabled(pruning.on());
+    m_pruneValue->setVisible(pruning.rule == "percentile" || pruning.rule == "threshold");
     QString text = countText();
     if (!m_problems.isEmpty()) {
         QStringList shown = m_problems.mid(0, 5);

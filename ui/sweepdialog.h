@@ -12,6 +12,7 @@ class QComboBox;
 class QDialogButtonBox;
 class QLabel;
 class QLineEdit;
+class QDoubleSpinBox;
 class QSpinBox;
 class QTimer;
 
@@ -45,6 +46,8 @@ public:
     void accept() override;
 
 private:
+    // Sets the prune value box for the chosen rule (a share in % or a test accuracy) and shows value.
+    void showPruneValue(double value);
     QLineEdit *axisEdit(const char *axis, const QString &placeholder);
     SweepConfig parse(QStringList *problems) const;
 
@@ -74,7 +77,8 @@ private:
     QLineEdit *m_init;
     QCheckBox *m_scaleLr;
     QCheckBox *m_stopOnFailure;
-    QCheckBox *m_prune;
+    QComboBox *m_prune;
+    QDoubleSpinBox *m_pruneValue;   // percentile: the top share kept; threshold: the test acc to reach
     QSpinBox *m_pruneStartup;
     QSpinBox *m_pruneMinEpochs;
     QLabel *m_count;

@@ -115,6 +115,56 @@ std::string notesProblem(const std::string &notes)
 
 constexpr const char *kRunInUse = "in use by a running or resuming process; the run is kept";
 
+// A trash folder (freedesktop.org's Trash spec) and the folder its .trashinfo paths are relative to ("" for the
+// home trash, whose paths are absolute).
+struct TrashDir
+{
+    std::string dir;
+    std::string topdir;
+};
+
+// Made with mode 0700 when missing; usable only as a real directory of this user, never through a link. "" when
+// usable, else why not.
+std::string ownDirectoryProblem(const std::string &dir)
+{
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+        return std::string("cannot be made: ") + std::strerror(errno);
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0)
+        return std::string("cannot be read: ") + std::strerror(errno);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+        return "is not a folder of this user (a link, a file or another user's)";
+    return {};
+}
+
+// The trash for a folder on `device`: the home trash on its own file system, else the top of the folder's file
+// system's $topdir/.Trash/$uid (where an administrator made .Trash sticky) or $topdir/.Trash-$uid.
+TrashDir trashFor(const fs::path &from, dev_t device)
+{
+    const std::string home = dataHome() + "/Trash";
+    fs::path existing = home;
+    struct stat st {};
+    while (::stat(existing.c_str(), &st) != 0 && existing.has_parent_path() && existing != existing.parent_path())
+        existing = existing.parent_path();
+    if (st.st_dev == device)
+        return {home, ""};
+    fs::path top = from;
+    for (fs::path up = top.parent_path(); up != top; up = up.parent_path()) {
+        if (::stat(up.c_str(), &st) != 0 || st.st_dev != device)
+            break;
+        top = up;
+    }
+    if (top == from)
+        throw std::runtime_error(from.string() + ": is the top of its file system, where its trash would be; the run is kept");
+    const std::string topdir = top.string();
+    const std::string uid = std::to_string(::getuid());
+    const std::string shared = (top / ".Trash").string();
+    if (::lstat(shared.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX)
+        && ownDirectoryProblem(shared + "/" + uid).empty())
+        return {shared + "/" + uid, topdir};
+    return {(top / (".Trash-" + uid)).string(), topdir};
+}
+
 } // namespace
 
 std::string trashRun(const std::string &runDir)
@@ -130,12 +180,14 @@ std::string trashRun(const std::string &runDir)
     std::optional<FolderLock> hold;
     if (!S_ISLNK(st.st_mode))
         hold.emplace(from, kRunInUse);
-    const std::string trash = dataHome() + "/Trash";
+    const TrashDir where = trashFor(source, st.st_dev);
+    const std::string &trash = where.dir;
     std::error_code ec;
-    fs::create_directories(fs::path(trash).parent_path(), ec);
+    if (where.topdir.empty())
+        fs::create_directories(fs::path(trash).parent_path(), ec);
     for (const std::string &dir : {trash, trash + "/files", trash + "/info"}) {
-        if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-            throw std::runtime_error(dir + ": the trash cannot be made: " + std::strerror(errno) + "; the run is kept");
+        if (const std::string problem = ownDirectoryProblem(dir); !problem.empty())
+            throw std::runtime_error(dir + ": the trash " + problem + "; the run is kept (Delete Permanently removes it)");
     }
     // The spec's order: the .trashinfo file, made exclusively, reserves the name; then the folder moves.
     const std::string name = source.filename().string();
@@ -152,7 +204,10 @@ std::string trashRun(const std::string &runDir)
         if (infoFd >= 0) {
             static const char hex[] = "0123456789ABCDEF";
             std::string path;
-            for (const unsigned char c : from) {
+            // The home trash keeps absolute paths; a file system's own trash paths from its top, so they hold when
+            // it is mounted elsewhere.
+            const std::string shown = where.topdir.empty() ? from : source.lexically_relative(where.topdir).string();
+            for (const unsigned char c : shown) {
                 // ASCII by hand: isalnum would follow the locale.
                 if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || (c && std::strchr("-._~/", c)))
                     path += static_cast<char>(c);
@@ -178,7 +233,7 @@ std::string trashRun(const std::string &runDir)
         ::unlink(info.c_str());
         if (error == EXDEV)
             throw std::runtime_error(runDir + ": on another file system than the trash (" + trash +
-                                     "), so it cannot be moved there; Delete Permanently removes it");
+                                     "), so it cannot be moved there; the run is kept (Delete Permanently removes it)");
         throw std::runtime_error(runDir + ": cannot be moved to " + target + ": " + std::strerror(error));
     }
     return target;

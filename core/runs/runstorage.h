@@ -22,10 +22,12 @@ std::uint64_t deleteCheckpoints(const std::string &runDir);
 // Deletes a run folder and everything in it. Refused (runtime_error naming the folder) while a process holds
 // the run; a run folder that is a symbolic link loses only the link, and no link inside is ever followed.
 void deleteRun(const std::string &runDir);
-// Moves a run folder whole to the desktop's trash (freedesktop.org's home trash, dataHome()/Trash), with the
-// .trashinfo a file manager restores it by, and returns where it went ("…/Trash/files/NAME", NAME.2 when taken).
-// Held as deleteRun holds it: refused (runtime_error naming the folder, the run kept) while a process holds the run,
-// or when the trash is on another file system (nothing is copied); a link is moved itself, never its target.
+// Moves a run folder whole to the desktop's trash (freedesktop.org's Trash spec), with the .trashinfo a file
+// manager restores it by, and returns where it went ("…/Trash/files/NAME", NAME.2 when taken). The trash is the
+// home trash (dataHome()/Trash) on its file system, else that file system's own: $topdir/.Trash/$uid or
+// $topdir/.Trash-$uid, as file managers do; nothing is ever copied. Held as deleteRun holds it: refused
+// (runtime_error naming the folder, the run kept) while a process holds the run or no trash can be made; a link is
+// moved itself, never its target.
 std::string trashRun(const std::string &runDir);
 
 // Throws runtime_error naming the folder unless it is a run folder: a directory, not a symbolic link, holding a

@@ -162,8 +162,10 @@ Queue Queue::load(const std::string &stateFile)
                 entry.prune.rule = prune->value("rule", "");
                 entry.prune.startupRuns = intField(*prune, "startup_runs", 3, 1, SweepConfig::kMaxRuns, where + ".prune");
                 entry.prune.minEpochs = intField(*prune, "min_epochs", 1, 1, 100000, where + ".prune");
-                if (entry.prune.on() && entry.prune.rule != "median")
-                    throw ConfigError(where + ".prune.rule: must be \"median\", got \"" + entry.prune.rule + "\"");
+                entry.prune.percentile = prune->value("percentile", PruneRule{}.percentile);
+                entry.prune.minTestAcc = prune->value("min_test_acc", PruneRule{}.minTestAcc);
+                if (const auto problems = entry.prune.problems(); !problems.empty())
+                    throw ConfigError(where + ".prune." + problems.front());
             }
             entry.epochsDone = intField(e, "epochs_done", 0, 0, 100000, where);
             entry.bestTestAcc = e.value("best_test_acc", 0.0);
@@ -319,7 +321,7 @@ std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
     if (!e.prune.on() || e.tag.empty() || m.epoch < e.prune.minEpochs || m.epoch >= e.config.epochs)
         return {};
     std::vector<double> others;
-    for (std::size_t k = 0; k < m_entries.size(); ++k) {
+    for (std::size_t k = 0; e.prune.comparesRuns() && k < m_entries.size(); ++k) {
         const QueueEntry &o = m_entries[k];
         if (k == i || o.tag.id != e.tag.id)
             continue;
@@ -328,15 +330,7 @@ std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
                 others.push_back(om.testAcc);
         }
     }
-    if (others.size() < static_cast<std::size_t>(e.prune.startupRuns))
-        return {};
-    std::sort(others.begin(), others.end());
-    const std::size_t n = others.size();
-    const double median = n % 2 ? others[n / 2] : (others[n / 2 - 1] + others[n / 2]) / 2.0;
-    if (!(m.testAcc < median))
-        return {};
-    return "test acc " + formatFixed(m.testAcc, 3) + " at epoch " + std::to_string(m.epoch) + " is below the median "
-           + formatFixed(median, 3) + " of the sweep's " + std::to_string(n) + " other runs there";
+    return e.prune.reason(m.epoch, m.testAcc, std::move(others));
 }
 
 void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &reason)
@@ -397,9 +391,7 @@ void Queue::save() const
             {"run_dir", e.runDir},
             {"error", e.error},
             {"notes", e.notes},
-            {"prune", e.prune.on() ? json{{"rule", e.prune.rule}, {"startup_runs", e.prune.startupRuns},
-                                           {"min_epochs", e.prune.minEpochs}}
-                                    : json(nullptr)},
+            {"prune", e.prune.on() ? json::parse(e.prune.toJson()) : json(nullptr)},
             {"epochs_done", e.epochsDone},
             {"best_test_acc", e.bestTestAcc},
             {"mean_epoch_seconds", e.meanEpochSeconds},

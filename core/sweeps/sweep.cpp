@@ -329,6 +329,75 @@ std::string axisOfKey(const std::string &key, const std::vector<std::string> &ax
 
 } // namespace
 
+std::vector<std::string> PruneRule::problems() const
+{
+    std::vector<std::string> out;
+    if (!on())
+        return out;
+    if (rule != "median" && rule != "percentile" && rule != "threshold")
+        out.push_back("rule: must be \"median\", \"percentile\" or \"threshold\", got " + quote(rule));
+    if (comparesRuns() && (startupRuns < 1 || startupRuns > SweepConfig::kMaxRuns))
+        out.push_back("startup_runs: must be from 1 to " + std::to_string(SweepConfig::kMaxRuns) + ", got "
+                      + std::to_string(startupRuns));
+    if (minEpochs < 1 || minEpochs > 100000)
+        out.push_back("min_epochs: must be from 1 to 100000, got " + std::to_string(minEpochs));
+    if (rule == "percentile" && !(percentile > 0.0 && percentile < 100.0))
+        out.push_back("percentile: must be above 0 and below 100 (the top share kept, in %), got "
+                      + formatGeneral(percentile, 12));
+    if (rule == "threshold" && !(minTestAcc > 0.0 && minTestAcc <= 1.0))
+        out.push_back("min_test_acc: must be above 0 and at most 1, got " + formatGeneral(minTestAcc, 12));
+    return out;
+}
+
+std::string PruneRule::toJson() const
+{
+    json j = {{"rule", rule}};
+    if (comparesRuns())
+        j["startup_runs"] = startupRuns;
+    j["min_epochs"] = minEpochs;
+    if (rule == "percentile")
+        j["percentile"] = percentile;
+    if (rule == "threshold")
+        j["min_test_acc"] = minTestAcc;
+    return j.dump();
+}
+
+std::string PruneRule::describe() const
+{
+    const std::string from = ", from epoch " + std::to_string(minEpochs);
+    const std::string once = " once " + std::to_string(startupRuns) + " others reached the epoch";
+    if (rule == "median")
+        return "below the median of the others" + once + from;
+    if (rule == "percentile")
+        return "outside the top " + formatGeneral(percentile, 6) + " % of the others" + once + from;
+    if (rule == "threshold")
+        return "below test acc " + formatGeneral(minTestAcc, 6) + from;
+    return {};
+}
+
+std::string PruneRule::reason(int epoch, double testAcc, std::vector<double> others) const
+{
+    const std::string acc = "test acc " + formatFixed(testAcc, 3) + " at epoch " + std::to_string(epoch);
+    if (rule == "threshold")
+        return testAcc < minTestAcc ? acc + " is below the threshold " + formatGeneral(minTestAcc, 6) : std::string();
+    if (!comparesRuns() || others.empty() || others.size() < static_cast<std::size_t>(startupRuns))
+        return {};
+    std::sort(others.begin(), others.end());
+    // The (100 - kept)th percentile, interpolated between neighbours as numpy's and Optuna's are; 50: the median.
+    const double kept = rule == "median" ? 50.0 : percentile;
+    const double at = (100.0 - kept) / 100.0 * static_cast<double>(others.size() - 1);
+    const auto low = static_cast<std::size_t>(std::floor(at));
+    const std::size_t high = std::min(low + 1, others.size() - 1);
+    const double bar = others[low] + (at - static_cast<double>(low)) * (others[high] - others[low]);
+    if (!(testAcc < bar))
+        return {};
+    const std::string runs = " of the sweep's " + std::to_string(others.size()) + " other runs there";
+    if (rule == "median")
+        return acc + " is below the median " + formatFixed(bar, 3) + runs;
+    return acc + " is below " + formatFixed(bar, 3) + ", the bar for the top " + formatGeneral(percentile, 6)
+           + " %" + runs;
+}
+
 std::string AxisRange::text() const
 {
     return formatGeneral(min, 12) + ".." + formatGeneral(max, 12) + (log ? " log" : "");
@@ -506,13 +575,8 @@ std::vector<std::string> SweepConfig::validate() const
                            + std::to_string(kMaxRuns));
         return problems;
     }
-    if (pruning.on() && pruning.rule != "median")
-        problems.push_back("pruning.rule: must be \"median\", got " + quote(pruning.rule));
-    if (pruning.on() && (pruning.startupRuns < 1 || pruning.startupRuns > kMaxRuns))
-        problems.push_back("pruning.startup_runs: must be from 1 to " + std::to_string(kMaxRuns) + ", got "
-                           + std::to_string(pruning.startupRuns));
-    if (pruning.on() && (pruning.minEpochs < 1 || pruning.minEpochs > 100000))
-        problems.push_back("pruning.min_epochs: must be from 1 to 100000, got " + std::to_string(pruning.minEpochs));
+    for (const std::string &p : pruning.problems())
+        problems.push_back("pruning." + p);
     if (scaleLrWithBatch && batchSize.empty())
         problems.push_back("scale_lr_with_batch: needs a batch_size axis to scale by, got true");
     std::set<std::string> seen;
@@ -589,7 +653,7 @@ std::string SweepConfig::toJson() const
         {"stop_on_failure", stopOnFailure},
     };
     if (pruning.on())
-        j["pruning"] = {{"rule", pruning.rule}, {"startup_runs", pruning.startupRuns}, {"min_epochs", pruning.minEpochs}};
+        j["pruning"] = json::parse(pruning.toJson());
     if (mode == "random") {
         j["runs"] = runs;
         j["random_seed"] = randomSeed;
@@ -624,14 +688,26 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
     readBool(root, "stop_on_failure", s.stopOnFailure, problems);
     if (const json *pruning = top.object("pruning")) {
         Reader r(*pruning, "pruning", problems, doc.written);
-        r.checkUnknown({"rule", "startup_runs", "min_epochs"});
+        r.checkUnknown({"rule", "startup_runs", "min_epochs", "percentile", "min_test_acc"});
         if (!pruning->contains("rule"))
-            problems.push_back("pruning.rule: missing (\"median\")");
+            problems.push_back("pruning.rule: missing (\"median\", \"percentile\" or \"threshold\")");
         r.string("rule", s.pruning.rule);
         if (pruning->contains("rule") && s.pruning.rule.empty())
-            problems.push_back("pruning.rule: must be \"median\", got \"\"");
+            problems.push_back("pruning.rule: must be \"median\", \"percentile\" or \"threshold\", got \"\"");
         r.integer("startup_runs", s.pruning.startupRuns, 1, kMaxRuns);
         r.integer("min_epochs", s.pruning.minEpochs, 1, 100000);
+        r.number("percentile", s.pruning.percentile);
+        r.number("min_test_acc", s.pruning.minTestAcc);
+        // A key the rule does not read would be silently ignored: say so.
+        const std::pair<const char *, bool> readBy[] = {{"startup_runs", s.pruning.comparesRuns()},
+                                                        {"percentile", s.pruning.rule == "percentile"},
+                                                        {"min_test_acc", s.pruning.rule == "threshold"}};
+        for (const auto &[key, read] : readBy) {
+            if (pruning->contains(key) && !read && !s.pruning.rule.empty())
+                problems.push_back(std::string("pruning.") + key + ": rule " + quote(s.pruning.rule) + " does not read it");
+        }
+        if (s.pruning.rule == "threshold" && !pruning->contains("min_test_acc"))
+            problems.push_back("pruning.min_test_acc: missing (the test acc a run must reach, such as 0.2)");
     }
     if (const auto base = root.find("base"); base != root.end())
         s.base = readBase(*base, baseDir, problems);

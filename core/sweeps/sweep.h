@@ -43,15 +43,29 @@ struct AxisRange
 // Stops a sweep's run early when it does worse than the sweep's other runs did at the same epoch.
 struct PruneRule
 {
-    std::string rule;             // "": never; "median": below the median test acc of the others at that epoch
-    int startupRuns = 3;          // other runs that must have reached the epoch before any run is stopped
+    // "": never; "median": below the median test acc of the others at that epoch; "percentile": outside the top
+    // `percentile` % of them (Optuna's PercentilePruner; 50 is the median); "threshold": below minTestAcc.
+    std::string rule;
+    int startupRuns = 3;          // median, percentile: other runs that must have reached the epoch first
     int minEpochs = 1;            // epochs every run trains before it can be stopped
+    double percentile = 25.0;     // percentile: the share of the others' accuracies a run must reach into, in %
+    double minTestAcc = 0.0;      // threshold: the test acc every run must reach at each epoch from minEpochs
 
     bool on() const { return !rule.empty(); }
+    bool comparesRuns() const { return rule == "median" || rule == "percentile"; }
     bool operator==(const PruneRule &o) const
     {
-        return rule == o.rule && startupRuns == o.startupRuns && minEpochs == o.minEpochs;
+        return rule == o.rule && startupRuns == o.startupRuns && minEpochs == o.minEpochs && percentile == o.percentile
+               && minTestAcc == o.minTestAcc;
     }
+    // Each problem as "key: what is wrong, got value", the key without its parent ("rule", "percentile").
+    std::vector<std::string> problems() const;
+    // The JSON object a sweep file and queue.json keep: only the keys the rule reads.
+    std::string toJson() const;
+    // "below the median of the others once 3 reached the epoch, from epoch 1", for plans and dialogs.
+    std::string describe() const;
+    // Why a run at testAcc is stopped against the others' test accs at that epoch; "" when it goes on.
+    std::string reason(int epoch, double testAcc, std::vector<double> others) const;
 };
 
 // The axes that take a range in mode "random" (the number axes).
