@@ -721,7 +721,7 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
             if (!values)
                 continue;
             if (const auto range = axes->find(key); range != axes->end() && range->is_object()) {
-                Reader rr(*range, "axes." + key, problems, doc.written);
+                Reader rr(*range, std::string("axes.") + key, problems, doc.written);
                 rr.checkUnknown({"min", "max", "log"});
                 AxisRange r;
                 for (const char *end : {"min", "max"}) {
