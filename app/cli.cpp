@@ -616,23 +616,49 @@ int sweepCommand(const trainlab::CliArgs &args)
     return allDone ? 0 : 1;
 }
 
-int evaluateCommand(const trainlab::CliArgs &args)
+// Evaluates the run and keeps its evaluation.json; nullopt (the reason on stderr) when it cannot be evaluated.
+std::optional<trainlab::Evaluation> evaluateAndKeep(const std::string &runDir, const std::string &checkpoint)
 {
     trainlab::Evaluation evaluation;
     try {
-        evaluation = trainlab::evaluateRun(args.configPath, args.checkpoint);
+        evaluation = trainlab::evaluateRun(runDir, checkpoint);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "trainlab-cli: evaluate: %s\n", e.what());
-        return 1;
+        return std::nullopt;
     }
-    const std::string text = trainlab::evaluationJson(evaluation);
-    const std::string kept = (std::filesystem::path(args.configPath) / trainlab::kEvaluationFile).string();
+    const std::string kept = (std::filesystem::path(runDir) / trainlab::kEvaluationFile).string();
     try {
-        trainlab::writeFileAtomic(kept, text);
+        trainlab::writeFileAtomic(kept, trainlab::evaluationJson(evaluation));
     } catch (const std::exception &e) {
         std::fprintf(stderr, "trainlab-cli: evaluate: not kept: %s\n", e.what());
     }
-    std::printf("%s", args.json ? text.c_str() : trainlab::formatEvaluation(evaluation).c_str());
+    return evaluation;
+}
+
+int evaluateCommand(const trainlab::CliArgs &args)
+{
+    const std::optional<trainlab::Evaluation> evaluation = evaluateAndKeep(args.configPath, args.checkpoint);
+    if (!evaluation)
+        return 1;
+    if (args.against.empty()) {
+        std::printf("%s", args.json ? trainlab::evaluationJson(*evaluation).c_str() : trainlab::formatEvaluation(*evaluation).c_str());
+        std::fflush(stdout);
+        return 0;
+    }
+    const std::optional<trainlab::Evaluation> other = evaluateAndKeep(args.against, args.checkpoint);
+    if (!other)
+        return 1;
+    try {
+        const trainlab::EvaluationDiff diff = trainlab::diffEvaluations(*evaluation, *other);
+        const auto named = [](const std::string &dir, const trainlab::Evaluation &e) {
+            return dir + " (" + e.checkpoint + ", epoch " + std::to_string(e.epoch) + ")";
+        };
+        std::printf("%s", trainlab::formatEvaluationDiff(diff, named(args.configPath, *evaluation), named(args.against, *other)).c_str());
+    } catch (const std::invalid_argument &e) {
+        std::fprintf(stderr, "trainlab-cli: evaluate: %s and %s cannot be held against each other: %s\n",
+                     args.configPath.c_str(), args.against.c_str(), e.what());
+        return 1;
+    }
     std::fflush(stdout);
     return 0;
 }

@@ -101,9 +101,10 @@ const char *cliUsage()
            "                                   --json: the same rows as a JSON array, for scripts\n"
            "  runs --csv metrics|devices       every run's metrics (with the time split) or devices.csv as one\n"
            "                                   CSV on stdout, each row led by the run's folder and name\n"
-           "  evaluate RUN_DIR [--checkpoint best|last] [--json]\n"
+           "  evaluate RUN_DIR [--checkpoint best|last] [--json] [--against OTHER_RUN_DIR]\n"
            "                                   the run's model on its test set: accuracy per class, the most\n"
            "                                   confused classes, the confusion matrix; kept in evaluation.json\n"
+           "                                   (--against: both runs per class, and the confusions that changed)\n"
            "  classify RUN_DIR IMAGE... [--checkpoint best|last] [--invert auto|yes|no] [--json]\n"
            "                                   the run's model on image files (PNG, JPEG, BMP, PGM...): each\n"
            "                                   file's class and the top three with their probabilities\n"
@@ -219,6 +220,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                         throw std::invalid_argument("--checkpoint: best or last, got \"" + out.checkpoint + "\"");
                 } else if (arg == "--json" && command != "export") {
                     out.json = true;
+                } else if (arg == "--against" && command == "evaluate") {
+                    out.against = value(arg);
+                    if (out.against.empty())
+                        throw std::invalid_argument("--against: needs OTHER_RUN_DIR, the run to hold this one against");
                 } else if (arg == "--invert" && command == "classify") {
                     out.invert = value(arg);
                     if (out.invert != "auto" && out.invert != "yes" && out.invert != "no")
@@ -240,6 +245,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             positional.erase(positional.begin());
             if (command == "evaluate" && !positional.empty())
                 throw std::invalid_argument("evaluate: unexpected argument \"" + positional.front() + "\"");
+            if (!out.against.empty() && out.json)
+                throw std::invalid_argument("evaluate: --against prints a table; --json is for one run (each run keeps its evaluation.json)");
             if (command == "classify") {
                 if (positional.empty())
                     throw std::invalid_argument("classify: needs at least one IMAGE after RUN_DIR");

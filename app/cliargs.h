@@ -32,6 +32,7 @@ struct CliArgs
     std::string resumeSweep;      // sweep --resume SWEEP_DIR
     std::string checkpoint;       // evaluate, classify, export --checkpoint best|last ("": best.pt where there is one)
     bool json = false;            // evaluate, classify, runs --json
+    std::string against;          // evaluate --against OTHER_RUN_DIR: both runs' evaluations side by side
     std::vector<std::string> images;  // classify IMAGE...
     std::string invert = "auto";  // classify --invert auto|yes|no
     std::string outputPath;       // export OUT.pth; lr-find --out CURVE.csv

@@ -175,6 +175,9 @@ void tst_Cli::badUsage_data()
     QTest::newRow("download unknown flag") << QStringList{"dataset", "download", "--fast"} << "dataset download: unknown option \"--fast\"";
     QTest::newRow("where with argument") << QStringList{"dataset", "where", "x"} << "dataset where: unexpected argument \"x\"";
     QTest::newRow("evaluate without dir") << QStringList{"evaluate", "--json"} << "evaluate: needs RUN_DIR";
+    QTest::newRow("evaluate against, as JSON") << QStringList{"evaluate", "r", "--against", "s", "--json"}
+                                               << "evaluate: --against prints a table";
+    QTest::newRow("evaluate against nothing") << QStringList{"evaluate", "r", "--against", ""} << "--against: needs OTHER_RUN_DIR";
     QTest::newRow("evaluate bad checkpoint") << QStringList{"evaluate", "r", "--checkpoint", "newest"}
                                              << "--checkpoint: best or last, got \"newest\"";
     QTest::newRow("classify without image") << QStringList{"classify", "r"} << "classify: needs at least one IMAGE after RUN_DIR";

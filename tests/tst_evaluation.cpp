@@ -92,6 +92,7 @@ class tst_Evaluation : public QObject
 
 private Q_SLOTS:
     void knownMatrix();
+    void diffAgainstAnotherRun();
     void topThreeAndTies();
     void badInputRefused_data();
     void badInputRefused();
@@ -152,6 +153,68 @@ void tst_Evaluation::knownMatrix()
     QVERIFY(qAbs(e.mistakes[0].probability - std::exp(4.0) / (std::exp(4.0) + 2.0)) < 1e-6);
     const std::string text = trainlab::formatEvaluation(e);
     QVERIFY2(text.find("b -> c: 2") != std::string::npos, text.c_str());
+}
+
+// Two models on the same six images of three classes: what each class gained, and the confusions that changed most.
+void tst_Evaluation::diffAgainstAnotherRun()
+{
+    std::vector<float> logits;
+    std::vector<std::int64_t> labels;
+    // Here: a 2 of 2 right; b 1 of 2 (one as c); c 0 of 2 (both as a).
+    addRow(logits, labels, 0, 0, 2.0f);
+    addRow(logits, labels, 0, 0, 2.0f);
+    addRow(logits, labels, 1, 1, 2.0f);
+    addRow(logits, labels, 1, 2, 2.0f);
+    addRow(logits, labels, 2, 0, 2.0f);
+    addRow(logits, labels, 2, 0, 2.0f);
+    const Evaluation here = trainlab::summarizePredictions(logits, labels, kThree);
+    logits.clear();
+    labels.clear();
+    // There: a 1 of 2 (one as b); b 2 of 2; c 1 of 2 (one as a).
+    addRow(logits, labels, 0, 0, 2.0f);
+    addRow(logits, labels, 0, 1, 2.0f);
+    addRow(logits, labels, 1, 1, 2.0f);
+    addRow(logits, labels, 1, 1, 2.0f);
+    addRow(logits, labels, 2, 2, 2.0f);
+    addRow(logits, labels, 2, 0, 2.0f);
+    const Evaluation there = trainlab::summarizePredictions(logits, labels, kThree);
+    const trainlab::EvaluationDiff d = trainlab::diffEvaluations(here, there);
+    QCOMPARE(d.samples, std::int64_t(6));
+    QCOMPARE(d.top1Here, 3.0 / 6.0);
+    QCOMPARE(d.top1There, 4.0 / 6.0);
+    QCOMPARE(d.classes.size(), std::size_t(3));
+    QCOMPARE(d.classes[0].here, 1.0);
+    QCOMPARE(d.classes[0].there, 0.5);
+    QCOMPARE(d.classes[2].here, 0.0);
+    QCOMPARE(d.classes[2].there, 0.5);
+    // c -> a changed by one image (2 here, 1 there) but is the larger cell; a -> b and b -> c by one each.
+    QCOMPARE(d.pairs.size(), std::size_t(3));
+    QCOMPARE(d.pairs[0].truth, 2);
+    QCOMPARE(d.pairs[0].predicted, 0);
+    QCOMPARE(d.pairs[0].here, std::int64_t(2));
+    QCOMPARE(d.pairs[0].there, std::int64_t(1));
+    QCOMPARE(trainlab::diffEvaluations(here, there, 1).pairs.size(), std::size_t(1));
+    QVERIFY(trainlab::diffEvaluations(here, here).pairs.empty());
+    const QString text = QString::fromStdString(trainlab::formatEvaluationDiff(d, "new", "old"));
+    QVERIFY2(text.startsWith("against old, the same 6 test images: top-1 0.5000 here, 0.6667 there (-0.1667)"), qPrintable(text));
+    QVERIFY2(text.contains("\na              1.000  0.500  +0.500\n"), qPrintable(text));
+    QVERIFY2(text.contains("  c -> a: 2, 1 (+1)\n"), qPrintable(text));
+    // Not the same test set: other classes, other sizes, other images per class.
+    Evaluation fewer = there;
+    fewer.samples = 5;
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, trainlab::diffEvaluations(here, fewer));
+    Evaluation renamed = there;
+    renamed.classNames[2] = "z";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, trainlab::diffEvaluations(here, renamed));
+    Evaluation moved = there;
+    moved.classes[0].support = 3;
+    moved.classes[1].support = 1;
+    try {
+        trainlab::diffEvaluations(here, moved);
+        QFAIL("a test set with other class sizes was compared");
+    } catch (const std::invalid_argument &e) {
+        QCOMPARE(std::string(e.what()), std::string("not the same test set (a: 2 and 3 test images)"));
+    }
 }
 
 void tst_Evaluation::topThreeAndTies()

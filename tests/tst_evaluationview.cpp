@@ -42,6 +42,7 @@ class tst_EvaluationView : public QObject
 private Q_SLOTS:
     void nothingSelected();
     void showsTheRunsEvaluation();
+    void heldAgainstASecondRun();
     void brokenFileExplained();
     void evaluatesOnAWorker();
     void exportsAndClassifiesOnWorkers();
@@ -184,6 +185,48 @@ void tst_EvaluationView::showsTheRunsEvaluation()
     QCOMPARE(gallery->count(), 0);
     QCOMPARE(m->rowCount(), 0);
     QVERIFY(!view.evaluation().has_value());
+}
+
+// Two runs selected: the second's accuracy per class beside the first's, and the summary says what changed; one
+// without an evaluation, or of another test set, is named instead.
+void tst_EvaluationView::heldAgainstASecondRun()
+{
+    const auto write = [](const QTemporaryDir &dir, const std::vector<std::int64_t> &labels, const std::vector<float> &logits) {
+        trainlab::Evaluation e = trainlab::summarizePredictions(logits, labels, {"a", "b"});
+        e.checkpoint = "best.pt";
+        trainlab::writeFileAtomic(QDir(dir.path()).filePath(QStringLiteral("evaluation.json")).toStdString(),
+                                  trainlab::evaluationJson(e));
+    };
+    // Here: a 2 of 2, b 1 of 2. There: a 1 of 2, b 2 of 2.
+    QTemporaryDir here, there, other, bare;
+    write(here, {0, 0, 1, 1}, {1, 0, 1, 0, 0, 1, 1, 0});
+    write(there, {0, 0, 1, 1}, {1, 0, 0, 1, 0, 1, 0, 1});
+    write(other, {0, 1}, {1, 0, 0, 1});
+    EvaluationView view;
+    view.setRunDir(here.path(), there.path());
+    QVERIFY(view.diff().has_value());
+    QCOMPARE(view.diff()->classes[1].there, 1.0);
+    const QString summary = summaryText(view);
+    QVERIFY2(summary.contains(QStringLiteral("Against %1 (there, the grey bars): top-1 75.0% there, 75.0% here; most "
+                                             "changed: a 50.0% → 100.0%, b 100.0% → 50.0%.")
+                                  .arg(QFileInfo(there.path()).fileName())),
+             qPrintable(summary));
+    auto *chart = view.findChild<QChartView *>(QStringLiteral("classChart"))->chart();
+    const auto sets = qobject_cast<QBarSeries *>(chart->series().at(0))->barSets();
+    QCOMPARE(sets.size(), 3);
+    QCOMPARE(sets.at(1)->label(), QStringLiteral("accuracy there"));
+    QCOMPARE(sets.at(1)->at(0), 0.5);
+    // One run again: no comparison left behind.
+    view.setRunDir(here.path());
+    QVERIFY(!view.diff().has_value());
+    QCOMPARE(qobject_cast<QBarSeries *>(chart->series().at(0))->barSets().size(), 2);
+    view.setRunDir(here.path(), other.path());
+    QVERIFY(!view.diff().has_value());
+    QVERIFY2(summaryText(view).contains(QStringLiteral("not comparable: not the same test set (4 and 2 test images)")),
+             qPrintable(summaryText(view)));
+    view.setRunDir(here.path(), bare.path());
+    QVERIFY2(summaryText(view).contains(QStringLiteral("it has no evaluation yet")), qPrintable(summaryText(view)));
+    QVERIFY(view.evaluation().has_value());
 }
 
 void tst_EvaluationView::brokenFileExplained()

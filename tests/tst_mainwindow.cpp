@@ -3,6 +3,7 @@
 #include "ui/accuracychart.h"
 #include "ui/experimentform.h"
 #include "ui/lrfinderdialog.h"
+#include "ui/evaluationview.h"
 #include "ui/mainwindow.h"
 #include "ui/queuepanel.h"
 #include "ui/runhistorymodel.h"
@@ -585,9 +586,14 @@ void tst_MainWindow::selectingTwoRunsOverlaysTwoCurves()
     QCOMPARE(window.chart()->overlayCount(), 1);
     const int firstBars = window.historyModel()->summary(0).epochsDone;
     QCOMPARE(time->barCount(), firstBars);
+    auto *evaluation = window.findChild<trainlab::EvaluationView *>(QStringLiteral("evaluationView"));
+    QVERIFY(evaluation && evaluation->againstDir().isEmpty());
     QTest::mouseClick(table->viewport(), Qt::LeftButton, Qt::ControlModifier, row1.center());
     QCOMPARE(window.chart()->overlayCount(), 2);
     QCOMPARE(time->barCount(), firstBars);
+    // The Evaluation tab holds the first selected run against the second.
+    QCOMPARE(evaluation->runDir(), QString::fromStdString(window.historyModel()->summary(0).dir));
+    QCOMPARE(evaluation->againstDir(), QString::fromStdString(window.historyModel()->summary(1).dir));
     QList<int> points{window.chart()->overlayPointCount(0), window.chart()->overlayPointCount(1)};
     std::sort(points.begin(), points.end());
     QCOMPARE(points, (QList<int>{2, 3}));

@@ -34,6 +34,9 @@
 #include <QValueAxis>
 #include <QVBoxLayout>
 
+#include <algorithm>
+#include <cmath>
+
 namespace trainlab {
 
 namespace {
@@ -210,9 +213,10 @@ EvaluationView::~EvaluationView()
     }
 }
 
-void EvaluationView::setRunDir(const QString &dir)
+void EvaluationView::setRunDir(const QString &dir, const QString &against)
 {
     m_runDir = dir;
+    m_againstDir = against;
     m_evaluation.reset();
     updateButtons();
     if (dir.isEmpty()) {
@@ -234,7 +238,36 @@ void EvaluationView::setRunDir(const QString &dir)
 void EvaluationView::reload()
 {
     if (!m_worker)
-        setRunDir(m_runDir);
+        setRunDir(m_runDir, m_againstDir);
+}
+
+QString EvaluationView::againstText()
+{
+    m_diff.reset();
+    if (m_againstDir.isEmpty() || !m_evaluation)
+        return QString();
+    const QString name = QFileInfo(m_againstDir).fileName();
+    const QString file = QDir(m_againstDir).filePath(QString::fromLatin1(kEvaluationFile));
+    if (!QFileInfo::exists(file))
+        return tr("\nAgainst %1: it has no evaluation yet (select it alone and Evaluate).").arg(name);
+    try {
+        const Evaluation other = evaluationFromJson(readFile(file.toStdString()), file.toStdString());
+        m_diff = diffEvaluations(*m_evaluation, other);
+    } catch (const std::exception &e) {
+        return tr("\nAgainst %1: not comparable: %2.").arg(name, QString::fromStdString(e.what()));
+    }
+    const EvaluationDiff &d = *m_diff;
+    QStringList classes;
+    std::vector<ClassChange> byChange = d.classes;
+    std::stable_sort(byChange.begin(), byChange.end(), [](const ClassChange &a, const ClassChange &b) {
+        return std::fabs(a.here - a.there) > std::fabs(b.here - b.there);
+    });
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, byChange.size()); ++i) {
+        const ClassChange &c = byChange[i];
+        classes << tr("%1 %2 → %3").arg(QString::fromStdString(c.name), pct(c.there), pct(c.here));
+    }
+    return tr("\nAgainst %1 (there, the grey bars): top-1 %2 there, %3 here; most changed: %4.")
+        .arg(name, pct(d.top1There), pct(d.top1Here), classes.join(QStringLiteral(", ")));
 }
 
 bool EvaluationView::evaluate()
@@ -333,6 +366,7 @@ void EvaluationView::finished(const QString &dir, const std::optional<Evaluation
 void EvaluationView::showMessage(const QString &text)
 {
     m_evaluation.reset();
+    m_diff.reset();
     m_summary->setText(text);
     m_matrix->clear();
     m_matrix->setRowCount(0);
@@ -364,7 +398,7 @@ void EvaluationView::showEvaluation(const Evaluation &e)
                            .arg(e.samples)
                            .arg(pct(e.top1), pct(e.top3), pairs.isEmpty() ? tr("none") : pairs.join(QStringLiteral(", "))));
 
-    m_summary->setText(m_summary->text() + staleNote(m_runDir, e));
+    m_summary->setText(m_summary->text() + staleNote(m_runDir, e) + againstText());
     fillMatrix();
     fillGallery();
     updateButtons();
@@ -380,6 +414,13 @@ void EvaluationView::showEvaluation(const Evaluation &e)
     }
     auto *series = new QBarSeries;
     series->append(accuracy);
+    if (m_diff) {
+        auto *there = new QBarSet(tr("accuracy there"));
+        there->setColor(QColor(0x9a9a9a));
+        for (const ClassChange &c : m_diff->classes)
+            *there << c.there;
+        series->append(there);
+    }
     series->append(precision);
     QChart *chart = m_classChart->chart();
     chart->addSeries(series);

@@ -34,8 +34,13 @@ public:
     explicit EvaluationView(QWidget *parent = nullptr);
     ~EvaluationView() override;
 
-    // The run folder to show; "" shows nothing. Reads evaluation.json if the run has one.
-    void setRunDir(const QString &dir);
+    // The run folder to show; "" shows nothing. Reads evaluation.json if the run has one. With `against` (a second
+    // run selected), its evaluation.json is held against it: its accuracy per class beside this run's bars, and the
+    // summary says what changed.
+    void setRunDir(const QString &dir, const QString &against = QString());
+    QString againstDir() const { return m_againstDir; }
+    // The comparison shown, when `against` has an evaluation of the same test set.
+    const std::optional<EvaluationDiff> &diff() const { return m_diff; }
     // Reads the current run's evaluation.json again (a run that just ended wrote it); not while evaluating.
     void reload();
     // "Evaluate Model": for History's menus; evaluates the current run.
@@ -78,8 +83,13 @@ private:
     void exportFinished(const QString &message);
     void updateButtons();
 
+    // The summary's line on the run held against this one; fills m_diff.
+    QString againstText();
+
     QString m_runDir;
+    QString m_againstDir;
     std::optional<Evaluation> m_evaluation;
+    std::optional<EvaluationDiff> m_diff;
     QThread *m_worker = nullptr;
     QLabel *m_summary;
     QPushButton *m_evaluateButton;

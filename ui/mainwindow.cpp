@@ -77,7 +77,7 @@ MainWindow::MainWindow(QWidget *parent)
     connect(m_historyPanel, &HistoryPanel::selectionChanged, this, [this] {
         const QVector<RunSummary> runs = m_historyPanel->selectedRuns();
         const QString dir = runs.isEmpty() ? QString() : QString::fromStdString(runs.front().dir);
-        m_evaluationView->setRunDir(dir);
+        m_evaluationView->setRunDir(dir, runs.size() == 2 ? QString::fromStdString(runs.back().dir) : QString());
         m_timeView->followSelection(dir, m_runner->isRunning());
     });
     connect(m_evaluationView, &EvaluationView::evaluationFailed, this,

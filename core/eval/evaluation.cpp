@@ -312,4 +312,69 @@ std::string formatEvaluation(const Evaluation &e)
     return out;
 }
 
+EvaluationDiff diffEvaluations(const Evaluation &here, const Evaluation &there, int pairs)
+{
+    if (here.classNames != there.classNames)
+        throw std::invalid_argument("not the same classes (" + std::to_string(here.classNames.size()) + " and "
+                                    + std::to_string(there.classNames.size()) + " classes, or other names)");
+    if (here.samples != there.samples)
+        throw std::invalid_argument("not the same test set (" + std::to_string(here.samples) + " and "
+                                    + std::to_string(there.samples) + " test images)");
+    const std::size_t n = here.classNames.size();
+    if (here.classes.size() != n || there.classes.size() != n || here.confusion.size() != n || there.confusion.size() != n)
+        throw std::invalid_argument("an evaluation without its per-class figures");
+    EvaluationDiff d;
+    d.samples = here.samples;
+    d.top1Here = here.top1;
+    d.top1There = there.top1;
+    d.classNames = here.classNames;
+    for (std::size_t c = 0; c < n; ++c) {
+        if (here.classes[c].support != there.classes[c].support)
+            throw std::invalid_argument("not the same test set (" + here.classNames[c] + ": "
+                                        + std::to_string(here.classes[c].support) + " and "
+                                        + std::to_string(there.classes[c].support) + " test images)");
+        d.classes.push_back({here.classNames[c], here.classes[c].recall, there.classes[c].recall});
+    }
+    for (std::size_t t = 0; t < n; ++t) {
+        if (here.confusion[t].size() != n || there.confusion[t].size() != n)
+            throw std::invalid_argument("an evaluation without its per-class figures");
+        for (std::size_t p = 0; p < n; ++p) {
+            if (t != p && here.confusion[t][p] != there.confusion[t][p])
+                d.pairs.push_back({static_cast<int>(t), static_cast<int>(p), here.confusion[t][p], there.confusion[t][p]});
+        }
+    }
+    const auto change = [](const PairChange &c) { return std::llabs(c.here - c.there); };
+    std::stable_sort(d.pairs.begin(), d.pairs.end(), [&](const PairChange &a, const PairChange &b) {
+        return change(a) != change(b) ? change(a) > change(b) : std::max(a.here, a.there) > std::max(b.here, b.there);
+    });
+    if (d.pairs.size() > static_cast<std::size_t>(std::max(0, pairs)))
+        d.pairs.resize(static_cast<std::size_t>(std::max(0, pairs)));
+    return d;
+}
+
+std::string formatEvaluationDiff(const EvaluationDiff &d, const std::string &hereName, const std::string &thereName)
+{
+    const auto signedFixed = [](double v, int decimals) { return (v >= 0 ? "+" : "") + formatFixed(v, decimals); };
+    std::string out = "against " + thereName + ", the same " + std::to_string(d.samples) + " test images: top-1 "
+                      + formatFixed(d.top1Here, 4) + " here, " + formatFixed(d.top1There, 4) + " there ("
+                      + signedFixed(d.top1Here - d.top1There, 4) + ")\n  here:  " + hereName + "\n  there: " + thereName
+                      + "\n\n";
+    std::size_t width = 5;
+    for (const auto &name : d.classNames)
+        width = std::max(width, name.size());
+    out += padRight("class", width) + "  accuracy here  there  change\n";
+    for (const ClassChange &c : d.classes)
+        out += padRight(c.name, width) + "  " + padLeft(formatFixed(c.here, 3), 13) + "  " + padLeft(formatFixed(c.there, 3), 5)
+               + "  " + padLeft(signedFixed(c.here - c.there, 3), 6) + "\n";
+    if (!d.pairs.empty()) {
+        out += "\nconfusions that changed most (true -> predicted: here, there):\n";
+        for (const PairChange &p : d.pairs)
+            out += "  " + d.classNames[static_cast<std::size_t>(p.truth)] + " -> "
+                   + d.classNames[static_cast<std::size_t>(p.predicted)] + ": " + std::to_string(p.here) + ", "
+                   + std::to_string(p.there) + " (" + (p.here >= p.there ? "+" : "") + std::to_string(p.here - p.there)
+                   + ")\n";
+    }
+    return out;
+}
+
 } // namespace trainlab

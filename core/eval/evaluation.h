@@ -78,6 +78,37 @@ Evaluation evaluationFromJson(const std::string &text, const std::string &origin
 // A readable report: the figures, the per-class table, the most confused pairs, the matrix.
 std::string formatEvaluation(const Evaluation &e);
 
+// Two evaluations of the same test set side by side: "here" is the run looked at, "there" the one it is held against.
+struct ClassChange
+{
+    std::string name;
+    double here = 0.0;              // the class's accuracy (recall)
+    double there = 0.0;
+};
+
+struct PairChange
+{
+    int truth = 0;
+    int predicted = 0;
+    std::int64_t here = 0;          // test images of class truth taken for predicted
+    std::int64_t there = 0;
+};
+
+struct EvaluationDiff
+{
+    std::int64_t samples = 0;
+    double top1Here = 0.0, top1There = 0.0;
+    std::vector<std::string> classNames;
+    std::vector<ClassChange> classes;
+    std::vector<PairChange> pairs;  // the confusions that changed most, by how many images
+};
+
+// Throws invalid_argument saying why when the two were not made on the same test set (other classes, other image
+// counts per class), so a difference is never a difference of data.
+EvaluationDiff diffEvaluations(const Evaluation &here, const Evaluation &there, int pairs = 5);
+// The per-class table with both accuracies and the change, then the confusions that changed most.
+std::string formatEvaluationDiff(const EvaluationDiff &d, const std::string &hereName, const std::string &thereName);
+
 // evaluation.json in the run folder, written atomically.
 constexpr const char *kEvaluationFile = "evaluation.json";
 
