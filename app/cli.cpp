@@ -465,6 +465,10 @@ public:
             std::printf("    pruned: %s\n", e.error.c_str());
         else if (!e.error.empty())
             std::fprintf(stderr, "trainlab-cli: run %zu failed: %s\n", i + 1, e.error.c_str());
+        if (e.state != trainlab::EntryState::Stopped) {
+            if (const auto left = m_queue.estimate())
+                std::printf("    %s\n", left->text().c_str());
+        }
         std::fflush(stdout);
     }
 

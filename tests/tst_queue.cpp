@@ -112,6 +112,7 @@ private Q_SLOTS:
     void dryRunPrintsThePlanOnly();
     void pruneReasonComparesTheSameEpoch();
     void pruneRulesDecide_data();
+    void estimateFromTheEpochsDone();
     void pruneRulesDecide();
     void prunedRunStopsAndTheQueueGoesOn();
 
@@ -500,6 +501,46 @@ void tst_Queue::pruneRulesDecide_data()
     QTest::newRow("top 90 %, above the lowest") << "percentile" << 90.0 << 0.3 << "";
     QTest::newRow("threshold, below") << "threshold" << 0.15 << 0.1 << "test acc 0.100 at epoch 2 is below the threshold 0.15";
     QTest::newRow("threshold, at it") << "threshold" << 0.15 << 0.15 << "";
+}
+
+// What is left, at the mean seconds per epoch so far: a waiting run's epochs and the rest of a stopped one.
+void tst_Queue::estimateFromTheEpochsDone()
+{
+    Queue queue;
+    QueueEntry waiting;
+    waiting.config.epochs = 3;
+    queue.add(waiting);
+    QVERIFY(!queue.estimate().has_value());   // no epoch done yet: no guess
+    QueueEntry done = finishedEntry("s", {0.5, 0.6});
+    done.metrics[0].seconds = 10.0;
+    done.metrics[1].seconds = 20.0;
+    queue.add(done);
+    QueueEntry stopped = finishedEntry("s", {0.4});
+    stopped.state = EntryState::Stopped;
+    stopped.config.epochs = 3;
+    stopped.epochsDone = 1;
+    stopped.metrics[0].seconds = 15.0;
+    queue.add(stopped);
+    auto left = queue.estimate();
+    QVERIFY(left.has_value());
+    QCOMPARE(left->runsLeft, 2);
+    QCOMPARE(left->epochsLeft, 5LL);
+    QCOMPARE(left->seconds, 75.0);
+    QCOMPARE(left->text(), std::string("2 runs left, about 75 s (at 15.0 s per epoch so far)"));
+    // Longer: minutes, then hours; a pruning rule makes it an upper bound.
+    QueueEntry big;
+    big.config.epochs = 400;
+    big.prune = {"median", 3, 1};
+    queue.add(big);
+    QCOMPARE(queue.estimate()->text(), std::string("3 runs left, at most about 1.7 h (at 15.0 s per epoch so far)"));
+    QVERIFY(queue.remove(3));
+    waiting.config.epochs = 10;
+    queue.add(waiting);
+    QCOMPARE(queue.estimate()->text(), std::string("3 runs left, about 4 min (at 15.0 s per epoch so far)"));
+    // Nothing left to run.
+    Queue finished;
+    finished.add(done);
+    QVERIFY(!finished.estimate().has_value());
 }
 
 // Each rule against the same sweep: the median, a percentile interpolated as numpy's, a fixed threshold.

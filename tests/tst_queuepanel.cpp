@@ -153,7 +153,10 @@ void tst_QueuePanel::sweepRunsThroughTheWindowAndCompares()
     QTRY_COMPARE(stateText(*panel, 0), QStringLiteral("running"));
     // The live chart shows the queued run as it would a run started by hand.
     QTRY_VERIFY(window.isRunning());
+    // Once a run is done, the panel says what is left at its pace.
+    QTRY_VERIFY_WITH_TIMEOUT(child<QLabel>(*panel, QStringLiteral("queueEstimate"))->text().contains(" left, about "), 120000);
     QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 1, 240000);
+    QCOMPARE(child<QLabel>(*panel, QStringLiteral("queueEstimate"))->text(), QString());
     QCOMPARE(states(*panel), QStringList({"completed", "completed", "completed", "completed"}));
     QCOMPARE(stateText(*panel, 3), QStringLiteral("done"));
     QVERIFY(!panel->isActive());

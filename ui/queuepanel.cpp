@@ -61,6 +61,7 @@ QueuePanel::QueuePanel(QWidget *parent)
     , m_queue(std::make_unique<Queue>())
     , m_table(new QTableWidget(0, ColumnCount, this))
     , m_message(new QLabel(this))
+    , m_estimate(new QLabel(this))
     , m_addCurrent(button(tr("Add Current"), QStringLiteral("queueAddCurrent"), this))
     , m_addSweep(button(tr("Add Sweep…"), QStringLiteral("queueAddSweep"), this))
     , m_up(button(tr("Up"), QStringLiteral("queueUp"), this))
@@ -83,6 +84,7 @@ QueuePanel::QueuePanel(QWidget *parent)
     m_table->horizontalHeader()->setSectionResizeMode(ValuesColumn, QHeaderView::Stretch);
     m_message->setObjectName(QStringLiteral("queueMessage"));
     m_message->setWordWrap(true);
+    m_estimate->setObjectName(QStringLiteral("queueEstimate"));
 
     auto *edit = new QHBoxLayout;
     for (QPushButton *b : {m_addCurrent, m_addSweep, m_up, m_down, m_remove, m_retry, m_clear})
@@ -92,6 +94,7 @@ QueuePanel::QueuePanel(QWidget *parent)
     for (QPushButton *b : {m_start, m_stop, m_compare})
         control->addWidget(b);
     control->addWidget(m_message, 1);
+    control->addWidget(m_estimate);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(edit);
@@ -409,6 +412,8 @@ void QueuePanel::refresh()
     }
     m_table->resizeColumnToContents(IndexColumn);
     m_table->resizeColumnToContents(StateColumn);
+    const auto left = m_active ? m_queue->estimate() : std::nullopt;
+    m_estimate->setText(left ? QString::fromStdString(left->text()) : QString());
     selectRow(selected);
     updateButtons();
 }
@@ -426,6 +431,8 @@ void QueuePanel::updateButtons()
                             || e->state == EntryState::Completed || e->state == EntryState::Pruned));
     m_clear->setEnabled(m_current < 0);
     m_compare->setEnabled(e && !e->tag.empty());
+    if (!m_active)
+        m_estimate->clear();
     m_start->setEnabled(!m_active && m_queue->size() > 0);
     m_stop->setEnabled(m_active && !m_stopping);
 }

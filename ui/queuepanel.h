@@ -90,6 +90,7 @@ private:
     std::string m_pruneReason;  // why the running entry is being stopped by its sweep; "" otherwise
     QTableWidget *m_table;
     QLabel *m_message;
+    QLabel *m_estimate;   // while the queue runs: what is left and about how long it takes
     QPushButton *m_addCurrent;
     QPushButton *m_addSweep;
     QPushButton *m_up;

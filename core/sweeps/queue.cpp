@@ -351,6 +351,41 @@ void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &rea
     changed();
 }
 
+std::optional<Queue::Estimate> Queue::estimate() const
+{
+    double seconds = 0.0;
+    long long epochs = 0;
+    Estimate e;
+    for (const QueueEntry &q : m_entries) {
+        for (const EpochMetrics &m : q.metrics) {
+            if (m.seconds > 0) {
+                seconds += m.seconds;
+                ++epochs;
+            }
+        }
+        if (q.state == EntryState::Waiting || q.state == EntryState::Running || q.state == EntryState::Stopped) {
+            ++e.runsLeft;
+            e.epochsLeft += std::max(0, q.config.epochs - q.epochsDone);
+            e.mayPrune = e.mayPrune || q.prune.on();
+        }
+    }
+    if (epochs == 0 || e.epochsLeft == 0)
+        return std::nullopt;
+    e.secondsPerEpoch = seconds / static_cast<double>(epochs);
+    e.seconds = e.secondsPerEpoch * static_cast<double>(e.epochsLeft);
+    return e;
+}
+
+std::string Queue::Estimate::text() const
+{
+    const double minutes = seconds / 60.0;
+    const std::string about = seconds < 90.0   ? formatFixed(seconds, 0) + " s"
+                              : minutes < 90.0 ? formatFixed(minutes, 0) + " min"
+                                               : formatFixed(minutes / 60.0, 1) + " h";
+    return std::to_string(runsLeft) + (runsLeft == 1 ? " run" : " runs") + " left, " + (mayPrune ? "at most " : "")
+           + "about " + about + " (at " + formatFixed(secondsPerEpoch, 1) + " s per epoch so far)";
+}
+
 bool Queue::requeue(std::size_t i)
 {
     QueueEntry &e = m_entries.at(i);

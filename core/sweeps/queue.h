@@ -5,6 +5,7 @@
 #include "core/train/observer.h"
 #include "core/train/trainer.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,20 @@ public:
     // Whether entry i should be resumed from its folder rather than started afresh.
     bool resumes(std::size_t i) const;
     bool failureStopped() const { return m_failureStopped; }
+
+    // What is left (the waiting entries and the rest of a running or stopped one) and how long it should take at the
+    // mean seconds per epoch of the epochs done so far; nullopt before an epoch is done or when nothing is left.
+    struct Estimate
+    {
+        int runsLeft = 0;
+        long long epochsLeft = 0;
+        double seconds = 0.0;
+        double secondsPerEpoch = 0.0;
+        bool mayPrune = false;      // a left run has a pruning rule: it may end sooner
+        // "3 runs left, about 12 min (at 41.0 s per epoch so far)"
+        std::string text() const;
+    };
+    std::optional<Estimate> estimate() const;
 
     // Throws when the state file cannot be written; every change saves, noting a failure in saveError().
     void save() const;
