@@ -537,6 +537,18 @@ void tst_Queue::estimateFromTheEpochsDone()
     waiting.config.epochs = 10;
     queue.add(waiting);
     QCOMPARE(queue.estimate()->text(), std::string("3 runs left, about 4 min (at 15.0 s per epoch so far)"));
+    // Once a run has its wall time (setup and evaluation included), that sets the pace: 2 epochs in 50 s.
+    QueueEntry timed = done;
+    timed.wallSeconds = 50.0;
+    timed.epochsDone = 2;
+    Queue paced;
+    paced.add(timed);
+    paced.add(waiting);
+    QCOMPARE(paced.estimate()->text(), std::string("1 run left, about 4 min (at 25.0 s per epoch so far)"));
+    const std::string state = runsDir() + "/estimate-queue.json";
+    Queue kept(state);
+    kept.add(timed);
+    QCOMPARE(Queue::load(state).at(0).wallSeconds, 50.0);   // queue.json keeps it for a resumed sweep
     // Nothing left to run.
     Queue finished;
     finished.add(done);

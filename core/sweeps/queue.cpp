@@ -171,6 +171,7 @@ Queue Queue::load(const std::string &stateFile)
             entry.bestTestAcc = e.value("best_test_acc", 0.0);
             entry.meanEpochSeconds = e.value("mean_epoch_seconds", 0.0);
             entry.imagesPerSecond = e.value("images_per_second", 0.0);
+            entry.wallSeconds = e.value("wall_seconds", 0.0);
             if (!entry.runDir.empty()) {
                 try {
                     entry.metrics = readMetrics(entry.runDir);
@@ -282,6 +283,7 @@ void Queue::markStarted(std::size_t i)
 {
     m_entries.at(i).state = EntryState::Running;
     m_entries.at(i).error.clear();
+    m_entries.at(i).startedAt = std::chrono::steady_clock::now();
     changed();
 }
 
@@ -311,6 +313,10 @@ void Queue::record(std::size_t i, const RunResult &r)
     e.bestTestAcc = r.bestTestAcc;
     e.meanEpochSeconds = r.meanEpochSeconds;
     e.imagesPerSecond = meanImagesPerSecond(r.epochs);
+    if (e.startedAt != std::chrono::steady_clock::time_point{}) {
+        e.wallSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - e.startedAt).count();
+        e.startedAt = {};
+    }
     if (e.state == EntryState::Failed && m_stopOnFailure)
         m_failureStopped = true;
 }
@@ -353,8 +359,8 @@ void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &rea
 
 std::optional<Queue::Estimate> Queue::estimate() const
 {
-    double seconds = 0.0;
-    long long epochs = 0;
+    double seconds = 0.0, wall = 0.0;
+    long long epochs = 0, wallEpochs = 0;
     Estimate e;
     for (const QueueEntry &q : m_entries) {
         for (const EpochMetrics &m : q.metrics) {
@@ -363,15 +369,19 @@ std::optional<Queue::Estimate> Queue::estimate() const
                 ++epochs;
             }
         }
+        if (q.wallSeconds > 0 && q.epochsDone > 0) {
+            wall += q.wallSeconds;
+            wallEpochs += q.epochsDone;
+        }
         if (q.state == EntryState::Waiting || q.state == EntryState::Running || q.state == EntryState::Stopped) {
             ++e.runsLeft;
             e.epochsLeft += std::max(0, q.config.epochs - q.epochsDone);
             e.mayPrune = e.mayPrune || q.prune.on();
         }
     }
-    if (epochs == 0 || e.epochsLeft == 0)
+    if ((epochs == 0 && wallEpochs == 0) || e.epochsLeft == 0)
         return std::nullopt;
-    e.secondsPerEpoch = seconds / static_cast<double>(epochs);
+    e.secondsPerEpoch = wallEpochs > 0 ? wall / static_cast<double>(wallEpochs) : seconds / static_cast<double>(epochs);
     e.seconds = e.secondsPerEpoch * static_cast<double>(e.epochsLeft);
     return e;
 }
@@ -397,7 +407,7 @@ bool Queue::requeue(std::size_t i)
     e.error.clear();
     e.metrics.clear();
     e.epochsDone = 0;
-    e.bestTestAcc = e.meanEpochSeconds = e.imagesPerSecond = 0.0;
+    e.bestTestAcc = e.meanEpochSeconds = e.imagesPerSecond = e.wallSeconds = 0.0;
     m_failureStopped = false;
     changed();
     return true;
@@ -431,6 +441,7 @@ void Queue::save() const
             {"best_test_acc", e.bestTestAcc},
             {"mean_epoch_seconds", e.meanEpochSeconds},
             {"images_per_second", e.imagesPerSecond},
+            {"wall_seconds", e.wallSeconds},
         });
     }
     const json j = {{"schema_version", kStateVersion}, {"sweep_id", m_sweepId},

@@ -5,6 +5,7 @@
 #include "core/train/observer.h"
 #include "core/train/trainer.h"
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,10 @@ struct QueueEntry
     double bestTestAcc = 0.0;
     double meanEpochSeconds = 0.0;
     double imagesPerSecond = 0.0; // mean over its epochs, whole world
+    // From start to finish in the queue, setup and evaluation included, over every session of its run.
+    double wallSeconds = 0.0;
     std::vector<EpochMetrics> metrics;
+    std::chrono::steady_clock::time_point startedAt;   // this session's start; not kept
 };
 
 // An ordered list of experiments run one after another, never two at once. Optionally kept in a state file
@@ -80,7 +84,8 @@ public:
     bool failureStopped() const { return m_failureStopped; }
 
     // What is left (the waiting entries and the rest of a running or stopped one) and how long it should take at the
-    // mean seconds per epoch of the epochs done so far; nullopt before an epoch is done or when nothing is left.
+    // mean wall seconds per epoch of the runs finished so far (setup and evaluation included; the training seconds of
+    // the epochs done where no run has its wall time yet); nullopt before an epoch is done or when nothing is left.
     struct Estimate
     {
         int runsLeft = 0;
