@@ -514,6 +514,7 @@ void tst_Queue::estimateFromTheEpochsDone()
     QueueEntry done = finishedEntry("s", {0.5, 0.6});
     done.metrics[0].seconds = 10.0;
     done.metrics[1].seconds = 20.0;
+    done.epochsDone = 2;
     queue.add(done);
     QueueEntry stopped = finishedEntry("s", {0.4});
     stopped.state = EntryState::Stopped;
@@ -537,6 +538,13 @@ void tst_Queue::estimateFromTheEpochsDone()
     waiting.config.epochs = 10;
     queue.add(waiting);
     QCOMPARE(queue.estimate()->text(), std::string("3 runs left, about 4 min (at 15.0 s per epoch so far)"));
+    // A wall time below the epochs' training seconds (a run found completed in its folder) counts as those.
+    QueueEntry instant = done;
+    instant.wallSeconds = 0.5;
+    Queue found;
+    found.add(instant);
+    found.add(waiting);
+    QCOMPARE(found.estimate()->secondsPerEpoch, 15.0);
     // Once a run has its wall time (setup and evaluation included), that sets the pace: 2 epochs in 50 s.
     QueueEntry timed = done;
     timed.wallSeconds = 50.0;

@@ -359,19 +359,18 @@ void Queue::markPruned(std::size_t i, const RunResult &r, const std::string &rea
 
 std::optional<Queue::Estimate> Queue::estimate() const
 {
-    double seconds = 0.0, wall = 0.0;
-    long long epochs = 0, wallEpochs = 0;
+    double seconds = 0.0;
+    long long epochs = 0;
     Estimate e;
     for (const QueueEntry &q : m_entries) {
-        for (const EpochMetrics &m : q.metrics) {
-            if (m.seconds > 0) {
-                seconds += m.seconds;
-                ++epochs;
-            }
-        }
-        if (q.wallSeconds > 0 && q.epochsDone > 0) {
-            wall += q.wallSeconds;
-            wallEpochs += q.epochsDone;
+        // Wall time where the queue measured it; never less than the epochs' own training seconds (a run found
+        // completed in its folder after a kill took no time in this session).
+        double training = 0.0;
+        for (const EpochMetrics &m : q.metrics)
+            training += std::max(0.0, m.seconds);
+        if (q.epochsDone > 0 && std::max(q.wallSeconds, training) > 0) {
+            seconds += std::max(q.wallSeconds, training);
+            epochs += q.epochsDone;
         }
         if (q.state == EntryState::Waiting || q.state == EntryState::Running || q.state == EntryState::Stopped) {
             ++e.runsLeft;
@@ -379,9 +378,9 @@ std::optional<Queue::Estimate> Queue::estimate() const
             e.mayPrune = e.mayPrune || q.prune.on();
         }
     }
-    if ((epochs == 0 && wallEpochs == 0) || e.epochsLeft == 0)
+    if (epochs == 0 || e.epochsLeft == 0)
         return std::nullopt;
-    e.secondsPerEpoch = wallEpochs > 0 ? wall / static_cast<double>(wallEpochs) : seconds / static_cast<double>(epochs);
+    e.secondsPerEpoch = seconds / static_cast<double>(epochs);
     e.seconds = e.secondsPerEpoch * static_cast<double>(e.epochsLeft);
     return e;
 }

@@ -84,8 +84,8 @@ public:
     bool failureStopped() const { return m_failureStopped; }
 
     // What is left (the waiting entries and the rest of a running or stopped one) and how long it should take at the
-    // mean wall seconds per epoch of the runs finished so far (setup and evaluation included; the training seconds of
-    // the epochs done where no run has its wall time yet); nullopt before an epoch is done or when nothing is left.
+    // wall seconds per epoch of the runs finished so far (setup and evaluation included; at least their epochs'
+    // training seconds); nullopt before an epoch is done or when nothing is left.
     struct Estimate
     {
         int runsLeft = 0;
