@@ -67,6 +67,12 @@ const std::vector<std::string> &autoModes()
     return list;
 }
 
+const std::vector<std::string> &optimizers()
+{
+    static const std::vector<std::string> list{"sgd", "adamw"};
+    return list;
+}
+
 const std::vector<std::string> &scheduleKinds()
 {
     static const std::vector<std::string> list{"constant", "step", "cosine", "one_cycle"};
@@ -160,6 +166,16 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("momentum", "must be at least 0 and below 1", str(momentum));
     if (!std::isfinite(weightDecay) || weightDecay < 0)
         bad("weight_decay", "must be finite and at least 0", str(weightDecay));
+    oneOf("optimizer", optimizer, optimizers());
+    if (!std::isfinite(adamBeta1) || adamBeta1 < 0 || adamBeta1 >= 1)
+        bad("adam_beta1", "must be at least 0 and below 1", str(adamBeta1));
+    if (!std::isfinite(adamBeta2) || adamBeta2 < 0 || adamBeta2 >= 1)
+        bad("adam_beta2", "must be at least 0 and below 1", str(adamBeta2));
+    if (!std::isfinite(adamEps) || adamEps <= 0 || adamEps > 1)
+        bad("adam_eps", "must be above 0 and at most 1", str(adamEps));
+    // SGD's keys would be silently unused: AdamW's momentum is adam_beta1.
+    if (optimizer == "adamw" && momentum != 0)
+        bad("momentum", "must be 0 with optimizer \"adamw\" (its momentum is adam_beta1)", str(momentum));
     // The checkpoint stores the seed as an int64, so a larger one would not survive it.
     if (seed > static_cast<std::uint64_t>(kInt64Max))
         bad("seed", "must be at most " + std::to_string(kInt64Max), str(seed));
@@ -181,7 +197,9 @@ std::vector<std::string> ExperimentConfig::validate() const
         bad("schedule.step_factor", "must be above 0 and at most 1", str(schedule.stepFactor));
     if (!std::isfinite(schedule.pctStart) || schedule.pctStart <= 0 || schedule.pctStart >= 1)
         bad("schedule.pct_start", "must be above 0 and below 1", str(schedule.pctStart));
-    if (nesterov && !(momentum > 0))
+    if (nesterov && optimizer == "adamw")
+        bad("nesterov", "is SGD's: must be false with optimizer \"adamw\"", "true");
+    else if (nesterov && !(momentum > 0))
         bad("nesterov", "needs a momentum above 0", "true");
     if (!std::isfinite(labelSmoothing) || labelSmoothing < 0 || labelSmoothing >= 1)
         bad("label_smoothing", "must be at least 0 and below 1", str(labelSmoothing));
@@ -311,7 +329,7 @@ std::string joinDevices(const std::vector<std::string> &list)
 } // namespace
 
 std::string SpeedConfig::describe(const std::vector<std::string> &devices, const std::string &precision,
-                                  const std::string &winogradMissing) const
+                                  const std::string &winogradMissing, const std::string &optimizer) const
 {
     const bool cuda = std::any_of(devices.begin(), devices.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
     const auto layouts = groupDevices<MemoryLayout>(devices, [&](const std::string &d) { return layout(d, precision); });
@@ -324,7 +342,8 @@ std::string SpeedConfig::describe(const std::vector<std::string> &devices, const
         if (layouts.size() > 1)
             text += " " + joinDevices(layouts[i].second);
     }
-    text += fusedSgd ? "; fused SGD" : "; SGD loop";
+    const std::string name = optimizer == "adamw" ? "AdamW" : "SGD";
+    text += fusedSgd ? "; fused " + name : "; " + name + " loop";
     text += !cudaGraphs ? "; eager steps" : cuda ? "; CUDA graphs" : "; CUDA graphs (no CUDA device: eager)";
     const auto warm = groupDevices<bool>(devices, [this](const std::string &d) { return warmupOn(d); });
     for (const auto &[on, list] : warm) {
@@ -358,6 +377,10 @@ std::string ExperimentConfig::toJson() const
         {"batch_size", batchSize},
         {"learning_rate", learningRate},
         {"epochs", epochs},
+        {"optimizer", optimizer},
+        {"adam_beta1", adamBeta1},
+        {"adam_beta2", adamBeta2},
+        {"adam_eps", adamEps},
         {"momentum", momentum},
         {"weight_decay", weightDecay},
         {"weight_decay_norm_and_bias", weightDecayNormAndBias},
@@ -389,7 +412,7 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     const auto &written = doc.written;
     Reader top(root, "", problems, written);
     top.checkUnknown({"schema_version", "name", "dataset", "model", "devices", "batch_size", "learning_rate",
-                      "epochs", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
+                      "epochs", "optimizer", "adam_beta1", "adam_beta2", "adam_eps", "momentum", "weight_decay", "seed", "precision", "cpu_threads",
                       "collective_timeout_s", "checkpoints", "speed", "nesterov", "weight_decay_norm_and_bias", "label_smoothing", "grad_clip_norm", "ema_decay", "schedule",
                       "augmentation", "early_stopping", "tensorboard"});
     int schema = kSchemaVersion;
@@ -418,6 +441,10 @@ ExperimentConfig ExperimentConfig::fromJson(const std::string &text, const std::
     top.integer("batch_size", config.batchSize, 1, kMaxBatchSize);
     top.number("learning_rate", config.learningRate);
     top.integer("epochs", config.epochs, 1, 100000);
+    top.string("optimizer", config.optimizer);
+    top.number("adam_beta1", config.adamBeta1);
+    top.number("adam_beta2", config.adamBeta2);
+    top.number("adam_eps", config.adamEps);
     top.number("momentum", config.momentum);
     top.number("weight_decay", config.weightDecay);
     top.integer("seed", config.seed, 0, kInt64Max);

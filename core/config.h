@@ -13,6 +13,7 @@ const std::vector<std::string> &initSchemes();        // model.init
 const std::vector<std::string> &precisions();         // precision
 const std::vector<std::string> &autoModes();          // speed.channels_last, speed.warmup
 const std::vector<std::string> &scheduleKinds();      // schedule.kind
+const std::vector<std::string> &optimizers();         // optimizer
 
 // Raised for an unreadable or invalid configuration; what() names the file or key.
 class ConfigError : public std::runtime_error
@@ -56,7 +57,7 @@ struct SpeedConfig
 {
     // 4-D weights and activations in NHWC strides: "auto" (on for CUDA, on but resnet_block4 on the CPU), "on", "off".
     std::string channelsLast = "auto";
-    // One multi-tensor (_foreach_) SGD update over every parameter instead of a loop of kernels per parameter.
+    // One multi-tensor (_foreach_) SGD or AdamW update over every parameter instead of a loop of kernels per parameter.
     bool fusedSgd = true;
     // Capture each CUDA replica's full-batch step once and replay it (CUDA only; a failed capture runs eagerly).
     bool cudaGraphs = false;
@@ -75,7 +76,7 @@ struct SpeedConfig
     // resnet_block4 cpu; fused SGD; CUDA graphs; warm-up on cuda:0; Winograd convolutions on cpu". winogradMissing:
     // why this process has no Winograd kernels (winogradUnavailableReason()), empty where it has them.
     std::string describe(const std::vector<std::string> &devices, const std::string &precision,
-                         const std::string &winogradMissing) const;
+                         const std::string &winogradMissing, const std::string &optimizer = "sgd") const;
 };
 
 // The learning rate over the run, a function of the global step (so a resumed run follows it exactly).
@@ -126,6 +127,12 @@ struct ExperimentConfig
     std::int64_t batchSize = 256;
     double learningRate = 0.1;
     int epochs = 10;
+    // "sgd" (the chapter's) or "adamw" (PyTorch's AdamW: decoupled weight decay); momentum and nesterov are SGD's,
+    // the adam_ keys AdamW's.
+    std::string optimizer = "sgd";
+    double adamBeta1 = 0.9;
+    double adamBeta2 = 0.999;
+    double adamEps = 1e-8;
     double momentum = 0.0;
     double weightDecay = 0.0;
     // false: BatchNorm's weights and every bias take no weight decay (two parameter groups), as many recipes do.

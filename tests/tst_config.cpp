@@ -63,6 +63,9 @@ void tst_Config::roundTrip()
     c.speed.warmup = "on";
     c.speed.winograd = false;
     c.model.init = "pytorch";
+    c.adamBeta1 = 0.85;
+    c.adamBeta2 = 0.98;
+    c.adamEps = 1e-6;
     QTemporaryDir dir;
     const std::string path = dir.filePath("c.json").toStdString();
     c.save(path);
@@ -78,7 +81,14 @@ void tst_Config::roundTrip()
     QVERIFY(!back.speed.winograd);
     QVERIFY(!back.weightDecayNormAndBias);
     QCOMPARE(back.model.init, std::string("pytorch"));
+    QCOMPARE(back.adamBeta2, 0.98);
+    QCOMPARE(back.adamEps, 1e-6);
     QVERIFY(!QFile::exists(dir.filePath("c.json.tmp")));
+    ExperimentConfig adamw;
+    adamw.optimizer = "adamw";
+    adamw.weightDecay = 0.05;
+    QVERIFY(adamw.validate().empty());
+    QCOMPARE(ExperimentConfig::fromJson(adamw.toJson()).optimizer, std::string("adamw"));
 }
 
 void tst_Config::defaultsForMissingKeys()
@@ -158,6 +168,12 @@ void tst_Config::invalid_data()
     QTest::newRow("warm-up with one_cycle") << R"({"schedule": {"kind": "one_cycle", "warmup_epochs": 1}})" << "schedule.warmup_epochs: must be 0 with one_cycle (pct_start is its warm-up), got 1";
     QTest::newRow("step factor") << R"({"schedule": {"step_factor": 1.5}})" << "schedule.step_factor: must be above 0 and at most 1, got 1.5";
     QTest::newRow("pct_start") << R"({"schedule": {"pct_start": 1}})" << "schedule.pct_start: must be above 0 and below 1, got 1";
+    QTest::newRow("optimizer") << R"({"optimizer": "adam"})" << "optimizer: must be \"sgd\" or \"adamw\", got \"adam\"";
+    QTest::newRow("adam_beta1") << R"({"optimizer": "adamw", "adam_beta1": 1})" << "adam_beta1: must be at least 0 and below 1, got 1";
+    QTest::newRow("adam_beta2") << R"({"adam_beta2": -0.5})" << "adam_beta2: must be at least 0 and below 1, got -0.5";
+    QTest::newRow("adam_eps") << R"({"optimizer": "adamw", "adam_eps": 0})" << "adam_eps: must be above 0 and at most 1, got 0";
+    QTest::newRow("momentum with adamw") << R"({"optimizer": "adamw", "momentum": 0.9})" << "momentum: must be 0 with optimizer \"adamw\" (its momentum is adam_beta1), got 0.9";
+    QTest::newRow("nesterov with adamw") << R"({"optimizer": "adamw", "nesterov": true})" << "nesterov: is SGD's: must be false with optimizer \"adamw\", got true";
     QTest::newRow("nesterov without momentum") << R"({"nesterov": true})" << "nesterov: needs a momentum above 0, got true";
     QTest::newRow("norm and bias decay not a boolean") << R"({"weight_decay_norm_and_bias": "no"})" << "weight_decay_norm_and_bias: must be true or false";
     QTest::newRow("label smoothing") << R"({"label_smoothing": 1})" << "label_smoothing: must be at least 0 and below 1, got 1";

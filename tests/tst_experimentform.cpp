@@ -46,6 +46,7 @@ private Q_SLOTS:
     void roundTrip();
     void invalidBatchSizeIsNamed();
     void outOfRangeValuesAreNamed();
+    void optimizerPicksItsFields();
     void learningRateText_data();
     void learningRateText();
     void perDeviceBatch();
@@ -122,6 +123,14 @@ void tst_ExperimentForm::roundTrip_data()
     c.emaDecay = 0.995;
     QTest::newRow("every field") << c;
     QTest::newRow("fmnist-fast") << trainlab::loadPreset("fmnist-fast");
+    ExperimentConfig adamw;
+    adamw.optimizer = "adamw";
+    adamw.learningRate = 1e-3;
+    adamw.adamBeta1 = 0.85;
+    adamw.adamBeta2 = 0.98;
+    adamw.adamEps = 1e-6;
+    adamw.weightDecay = 0.05;
+    QTest::newRow("adamw") << adamw;
     // What validate() refuses is still shown as it is, not clamped into something valid.
     ExperimentConfig bad;
     bad.epochs = 200000;
@@ -135,6 +144,8 @@ void tst_ExperimentForm::roundTrip_data()
     bad.augmentation.cropPadding = 40;
     bad.gradClipNorm = -1;
     bad.emaDecay = 1.5;
+    bad.optimizer = "adam";
+    bad.adamBeta2 = 1.5;
     QTest::newRow("out of range") << bad;
     ExperimentConfig order;
     order.devices = {"cuda:1", "cuda:0"};   // rank 0 is cuda:1: the order is the user's
@@ -201,6 +212,35 @@ void tst_ExperimentForm::outOfRangeValuesAreNamed()
     QVERIFY(field<QSpinBox>(form, "epochs")->property("invalid").toBool());
     // The repeated device stays repeated, for validate() to refuse (here: absent; on a GPU machine: listed twice).
     QCOMPARE(form.config().devices, (std::vector<std::string>{"cuda:0", "cuda:0"}));
+}
+
+// SGD's fields for sgd, AdamW's for adamw; a momentum adamw refuses stays editable, named, until it is 0.
+void tst_ExperimentForm::optimizerPicksItsFields()
+{
+    ExperimentForm form;
+    ExperimentConfig c;
+    c.momentum = 0.9;
+    form.setConfig(c);
+    auto *optimizer = field<QComboBox>(form, "optimizer");
+    auto *momentum = field<QLineEdit>(form, "momentum");
+    auto *beta2 = field<QLineEdit>(form, "adamBeta2");
+    QVERIFY(momentum->isEnabled());
+    QVERIFY(!beta2->isEnabled());
+    QVERIFY(form.isValid());
+    optimizer->setCurrentText(QStringLiteral("adamw"));
+    QCOMPARE(form.config().optimizer, std::string("adamw"));
+    QVERIFY(beta2->isEnabled());
+    QVERIFY(momentum->isEnabled());
+    QVERIFY(momentum->property("invalid").toBool());
+    QVERIFY2(form.problems().join('\n').contains(QLatin1String("momentum: must be 0 with optimizer \"adamw\"")),
+             qPrintable(form.problems().join('\n')));
+    momentum->setText(QStringLiteral("0"));
+    QVERIFY(!momentum->isEnabled());
+    QVERIFY(form.isValid());
+    beta2->setText(QStringLiteral("0.95"));
+    QCOMPARE(form.config().adamBeta2, 0.95);
+    beta2->setText(QStringLiteral("high"));
+    QVERIFY(form.problems().join('\n').contains(QLatin1String("adam_beta2: must be a number")));
 }
 
 void tst_ExperimentForm::learningRateText_data()

@@ -1,4 +1,4 @@
-#include "core/train/fusedsgd.h"
+#include "core/train/optimizer.h"
 #include "core/train/schedule.h"
 
 #include <torch/nn/utils/clip_grad.h>
@@ -7,7 +7,7 @@
 
 #include <QTest>
 
-// The fused SGD step against LibTorch's own: same weights, same momentum buffers, same saved state (issue 22); the
+// The fused SGD and AdamW steps against LibTorch's own: same weights, same state, same saved state (issue 22); the
 // learning-rate schedules and early stopping (issue 24).
 class tst_Optimizer : public QObject
 {
@@ -17,6 +17,8 @@ private Q_SLOTS:
     void equalsTorchSgd_data();
     void equalsTorchSgd();
     void stateSavesAsTorchSgd();
+    void equalsTorchAdamW_data();
+    void equalsTorchAdamW();
     void clipEqualsTorchClip_data();
     void clipEqualsTorchClip();
     void normAndBiasLeftUndecayed();
@@ -102,7 +104,7 @@ void tst_Optimizer::clipEqualsTorchClip_data()
     QTest::newRow("a bound never reached") << 1e6 << true << false;
 }
 
-// grad_clip_norm: the run's step (sgdStep) against LibTorch's clip_grad_norm_ and SGD over 20 steps with momentum.
+// grad_clip_norm: the run's step (stepOptimizer) against LibTorch's clip_grad_norm_ and SGD over 20 steps with momentum.
 void tst_Optimizer::clipEqualsTorchClip()
 {
     QFETCH(double, maxNorm);
@@ -128,11 +130,11 @@ void tst_Optimizer::clipEqualsTorchClip()
         backward(unclipped, step);
         torch::nn::utils::clip_grad_norm_(reference->parameters(), maxNorm);
         referenceSgd.step();
-        trainlab::sgdStep(clippedSgd, 0.1, config);
+        trainlab::stepOptimizer(clippedSgd, 0.1, config);
         lastNorm = 0;
         for (const auto &p : clipped->parameters())
             lastNorm += p.grad().pow(2).sum().item<double>();
-        trainlab::sgdStep(unclippedSgd, 0.1, noClip);
+        trainlab::stepOptimizer(unclippedSgd, 0.1, noClip);
     }
     const double weights = maxDifference(reference->parameters(), clipped->parameters());
     QVERIFY2(weights <= 1e-6, std::to_string(weights).c_str());
@@ -165,6 +167,80 @@ void tst_Optimizer::stateSavesAsTorchSgd()
     sgdB.step();
     const double d = maxDifference(a->parameters(), b->parameters());
     QVERIFY2(d <= 1e-6, std::to_string(d).c_str());
+}
+
+void tst_Optimizer::equalsTorchAdamW_data()
+{
+    QTest::addColumn<double>("beta1");
+    QTest::addColumn<double>("beta2");
+    QTest::addColumn<double>("eps");
+    QTest::addColumn<double>("weightDecay");
+    QTest::addColumn<bool>("lateParameter");   // the last parameter has no gradient in the first step
+    QTest::newRow("PyTorch's defaults, weight decay 0.01") << 0.9 << 0.999 << 1e-8 << 0.01 << false;
+    QTest::newRow("no weight decay") << 0.9 << 0.999 << 1e-8 << 0.0 << false;
+    QTest::newRow("betas 0.8, 0.99, eps 1e-6") << 0.8 << 0.99 << 1e-6 << 0.05 << false;
+    // Its step count lags the others': the fused step hands that group to AdamW::step, which counts per parameter.
+    QTest::newRow("a parameter first stepped later") << 0.9 << 0.999 << 1e-8 << 0.01 << true;
+}
+
+// The run's AdamW (makeOptimizer, stepOptimizer with the fused step) against LibTorch's AdamW over 20 steps, then its
+// state saved and loaded into LibTorch's AdamW, which takes the next step alike.
+void tst_Optimizer::equalsTorchAdamW()
+{
+    QFETCH(double, beta1);
+    QFETCH(double, beta2);
+    QFETCH(double, eps);
+    QFETCH(double, weightDecay);
+    QFETCH(bool, lateParameter);
+    trainlab::ExperimentConfig config;
+    config.optimizer = "adamw";
+    config.learningRate = 0.01;
+    config.adamBeta1 = beta1;
+    config.adamBeta2 = beta2;
+    config.adamEps = eps;
+    config.weightDecay = weightDecay;
+    QVERIFY(config.speed.fusedSgd);
+    auto reference = smallNet();
+    auto fused = smallNet();
+    torch::optim::AdamW referenceAdamW(reference->parameters(), torch::optim::AdamWOptions(0.01)
+                                                                    .betas(std::make_tuple(beta1, beta2))
+                                                                    .eps(eps)
+                                                                    .weight_decay(weightDecay));
+    const auto fusedAdamW = trainlab::makeOptimizer(*fused, config);
+    QVERIFY(dynamic_cast<torch::optim::AdamW *>(fusedAdamW.get()));
+    for (int step = 0; step < 20; ++step) {
+        backward(reference, step);
+        backward(fused, step);
+        if (lateParameter && step == 0) {
+            reference->parameters().back().mutable_grad() = torch::Tensor();
+            fused->parameters().back().mutable_grad() = torch::Tensor();
+        }
+        referenceAdamW.step();
+        trainlab::stepOptimizer(*fusedAdamW, 0.01, config);
+    }
+    const double weights = maxDifference(reference->parameters(), fused->parameters());
+    QVERIFY2(weights <= 1e-6, std::to_string(weights).c_str());
+    auto start = smallNet();
+    QVERIFY(maxDifference(start->parameters(), fused->parameters()) > 1e-3);
+    QCOMPARE(fusedAdamW->state().size(), referenceAdamW.state().size());
+
+    std::ostringstream saved;
+    torch::save(*fusedAdamW, saved);
+    auto copy = smallNet();
+    for (std::size_t i = 0; i < copy->parameters().size(); ++i)
+        copy->parameters()[i].data().copy_(fused->parameters()[i].data());
+    torch::optim::AdamW loaded(copy->parameters(), torch::optim::AdamWOptions(0.01)
+                                                        .betas(std::make_tuple(beta1, beta2))
+                                                        .eps(eps)
+                                                        .weight_decay(weightDecay));
+    std::istringstream in(saved.str());
+    torch::load(loaded, in);
+    backward(fused, 20);
+    backward(copy, 20);
+    trainlab::stepOptimizer(*fusedAdamW, 0.01, config);
+    loaded.step();
+    const double next = maxDifference(fused->parameters(), copy->parameters());
+    QVERIFY2(next <= 1e-6, std::to_string(next).c_str());
 }
 
 void tst_Optimizer::scheduleValues_data()
@@ -233,29 +309,31 @@ void tst_Optimizer::earlyStop()
     QCOMPARE(trainlab::earlyStopBestEpoch(acc, {patience, minDelta}), bestEpoch);
 }
 
-// weight_decay_norm_and_bias false: with no gradient at all, a step is weight decay alone, so the kernels and the
-// linear weight shrink by lr * wd and BatchNorm's weight and every bias stay; both steps (fused, LibTorch's) agree.
+// weight_decay_norm_and_bias false: with no gradient at all, a step is weight decay alone (SGD's and AdamW's
+// decoupled one alike), so the kernels and the linear weight shrink by lr * wd and BatchNorm's weight and every bias
+// stay; both steps (fused, LibTorch's) of both optimizers agree.
 void tst_Optimizer::normAndBiasLeftUndecayed()
 {
     trainlab::ExperimentConfig config;
     config.learningRate = 0.5;
     config.weightDecay = 0.1;
     config.weightDecayNormAndBias = false;
-    for (const bool fused : {false, true}) {
-        auto net = smallNet();
-        auto before = smallNet();
-        const auto optimizer = trainlab::makeOptimizer(*net, config);
-        QCOMPARE(optimizer->param_groups().size(), size_t(2));
-        for (auto &p : net->parameters())
-            p.mutable_grad() = torch::zeros_like(p);
-        if (fused)
-            trainlab::fusedSgdStep(*optimizer);
-        else
-            optimizer->step();
-        const auto after = net->named_parameters();
-        for (const auto &p : before->named_parameters()) {
-            const double expected = p.value().dim() > 1 ? 1.0 - 0.5 * 0.1 : 1.0;
-            QVERIFY2(torch::allclose(after[p.key()], p.value() * expected), p.key().c_str());
+    for (const char *optimizer : {"sgd", "adamw"}) {
+        for (const bool fused : {false, true}) {
+            config.optimizer = optimizer;
+            config.speed.fusedSgd = fused;
+            auto net = smallNet();
+            auto before = smallNet();
+            const auto step = trainlab::makeOptimizer(*net, config);
+            QCOMPARE(step->param_groups().size(), size_t(2));
+            for (auto &p : net->parameters())
+                p.mutable_grad() = torch::zeros_like(p);
+            trainlab::stepOptimizer(*step, config.learningRate, config);
+            const auto after = net->named_parameters();
+            for (const auto &p : before->named_parameters()) {
+                const double expected = p.value().dim() > 1 ? 1.0 - 0.5 * 0.1 : 1.0;
+                QVERIFY2(torch::allclose(after[p.key()], p.value() * expected), (optimizer + (" " + p.key())).c_str());
+            }
         }
     }
     config.weightDecayNormAndBias = true;

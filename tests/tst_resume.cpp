@@ -116,11 +116,14 @@ void tst_Resume::resumeEqualsUninterrupted_data()
     QTest::addColumn<int>("stopAfter");
     QTest::addColumn<bool>("augmented");
     QTest::addColumn<double>("ema");   // ema_decay
-    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1 << false << 0.0;
-    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2 << false << 0.0;
+    QTest::addColumn<QString>("optimizer");
+    QTest::newRow("1 replica, after epoch 1") << QStringList{"cpu"} << 1 << false << 0.0 << "sgd";
+    QTest::newRow("1 replica, after epoch 2") << QStringList{"cpu"} << 2 << false << 0.0 << "sgd";
     // Augmentation's draws come from the seed and the global step, so they too continue exactly; so does the
     // weights' average, which the checkpoint keeps and evaluation uses.
-    QTest::newRow("2 replicas, augmented, averaged, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << true << 0.9;
+    QTest::newRow("2 replicas, augmented, averaged, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << true << 0.9 << "sgd";
+    // AdamW's moments and step count travel in the checkpoint: its bias correction goes on from the right step.
+    QTest::newRow("AdamW, 2 replicas, after epoch 1") << QStringList{"cpu", "cpu"} << 1 << false << 0.0 << "adamw";
 }
 
 void tst_Resume::resumeEqualsUninterrupted()
@@ -129,6 +132,7 @@ void tst_Resume::resumeEqualsUninterrupted()
     QFETCH(int, stopAfter);
     QFETCH(bool, augmented);
     QFETCH(double, ema);
+    QFETCH(QString, optimizer);
     std::vector<std::string> list;
     for (const QString &d : devices)
         list.push_back(d.toStdString());
@@ -136,11 +140,17 @@ void tst_Resume::resumeEqualsUninterrupted()
     if (augmented)
         config.augmentation = {true, 3, 0.5};
     config.emaDecay = ema;
+    if (optimizer == QLatin1String("adamw")) {
+        config.optimizer = "adamw";
+        config.momentum = 0;
+        config.learningRate = 1e-3;
+        config.weightDecay = 0.01;
+    }
     const std::string runs = runsDir(QTest::currentDataTag());
 
     // One uninterrupted run per device list, shared by the rows.
     const QString key = devices.join(QLatin1Char(',')) + (augmented ? QStringLiteral("+augmented") : QString())
-                        + QString::number(ema);
+                        + QString::number(ema) + optimizer;
     if (!m_straight.contains(key)) {
         trainlab::StopFlag never{false};
         RecordingObserver whole;

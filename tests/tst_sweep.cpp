@@ -217,7 +217,8 @@ void tst_Sweep::recipeAxesReachTheConfig()
 {
     const SweepConfig s = SweepConfig::fromJson(sweepJson("zip", R"({"schedule": ["constant", "cosine"],
         "warmup_epochs": [0, 0.5], "label_smoothing": [0, 0.1], "weight_decay": [0, 5e-4], "grad_clip_norm": [0, 2],
-        "ema_decay": [0, 0.999], "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"]})"));
+        "ema_decay": [0, 0.999], "augmentation": ["none", {"crop_padding": 2, "flip": true}], "init": ["d2l", "pytorch"],
+        "optimizer": ["sgd", "adamw"], "learning_rate": [0.1, 0.001]})"));
     QVERIFY2(s.validate().empty(), first(s.validate()));
     const auto runs = trainlab::planSweep(s);
     QCOMPARE(runs.size(), std::size_t(2));
@@ -236,10 +237,13 @@ void tst_Sweep::recipeAxesReachTheConfig()
     QCOMPARE(runs[1].config.augmentation.erasing, 0.0);
     QCOMPARE(runs[0].config.model.init, std::string("d2l"));
     QCOMPARE(runs[1].config.model.init, std::string("pytorch"));
+    QCOMPARE(runs[0].config.optimizer, std::string("sgd"));
+    QCOMPARE(runs[1].config.optimizer, std::string("adamw"));
+    QCOMPARE(runs[1].config.learningRate, 0.001);
     // The schedule's other keys stay the base's; the label reads as one value per axis.
     QCOMPARE(runs[1].config.schedule.pctStart, trainlab::ScheduleConfig().pctStart);
-    QCOMPARE(runs[1].tag.label(), std::string("weight_decay=0.0005 label_smoothing=0.1 grad_clip_norm=2 ema_decay=0.999 schedule=cosine "
-                                              "warmup_epochs=0.5 augmentation=crop 2+flip init=pytorch"));
+    QCOMPARE(runs[1].tag.label(), std::string("learning_rate=0.001 weight_decay=0.0005 label_smoothing=0.1 grad_clip_norm=2 ema_decay=0.999 "
+                                              "schedule=cosine warmup_epochs=0.5 augmentation=crop 2+flip init=pytorch optimizer=adamw"));
     const SweepConfig back = SweepConfig::fromJson(s.toJson());
     QCOMPARE(back.toJson(), s.toJson());
     QCOMPARE(trainlab::planSweep(back)[1].config, runs[1].config);
@@ -417,6 +421,12 @@ void tst_Sweep::badAxesAreNamed_data()
         "axes.precision[1]: must be \"fp32\" or \"bf16\", got \"fp8\"");
     row("unknown init", sweepJson("grid", R"({"init": ["d2l", "xavier"]})"),
         "axes.init[1]: model.init: must be \"d2l\", \"pytorch\" or \"kaiming\", got \"xavier\"");
+    row("unknown optimizer", sweepJson("grid", R"({"optimizer": ["sgd", "adam"]})"),
+        "axes.optimizer[1]: must be \"sgd\" or \"adamw\", got \"adam\"");
+    row("adamw with a momentum axis", sweepJson("grid", R"({"optimizer": ["sgd", "adamw"], "momentum": [0.9]})"),
+        "axes.momentum[0]: must be 0 with optimizer \"adamw\"");
+    row("adamw on a base with momentum", R"({"schema_version": 1, "name": "s", "base": "preset:quick-demo", "axes": {"optimizer": ["sgd", "adamw"]}})",
+        "axes.optimizer[1]: momentum: must be 0 with optimizer \"adamw\"");
     row("unknown schedule", sweepJson("grid", R"({"schedule": ["cosine", "linear"]})"),
         "axes.schedule[1]: schedule.kind: must be \"constant\", \"step\", \"cosine\" or \"one_cycle\", got \"linear\"");
     row("schedule not a string", sweepJson("grid", R"({"schedule": [{"kind": "step"}]})"),
@@ -626,6 +636,8 @@ void tst_Sweep::recipeText_data()
     QTest::newRow("one cycle") << R"({"schedule": {"kind": "one_cycle"}})" << "one_cycle";
     QTest::newRow("gradient clipping") << R"({"grad_clip_norm": 1, "label_smoothing": 0.1})" << "smoothing 0.1, clip 1";
     QTest::newRow("weight average") << R"({"grad_clip_norm": 1, "ema_decay": 0.999})" << "clip 1, EMA 0.999";
+    QTest::newRow("adamw") << R"({"optimizer": "adamw", "weight_decay": 0.05})" << "adamw, wd 0.05";
+    QTest::newRow("adamw, own betas") << R"({"optimizer": "adamw", "adam_beta2": 0.98, "adam_eps": 1e-6})" << "adamw β 0.9/0.98 eps 1e-06";
 }
 
 void tst_Sweep::recipeText()

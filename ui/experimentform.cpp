@@ -116,6 +116,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_learningRate(lineEdit("learningRate", tr("0.1 or 1e-3")))
     , m_epochs(spinBox("epochs", INT_MIN, INT_MAX))
     , m_seed(lineEdit("seed"))
+    , m_optimizer(new QComboBox)
+    , m_adamBeta1(lineEdit("adamBeta1", tr("β1, e.g. 0.9")))
+    , m_adamBeta2(lineEdit("adamBeta2", tr("β2, e.g. 0.999")))
+    , m_adamEps(lineEdit("adamEps", tr("eps, e.g. 1e-8")))
     , m_momentum(lineEdit("momentum", tr("0 to below 1")))
     , m_weightDecay(lineEdit("weightDecay", tr("0 or e.g. 1e-4")))
     , m_precision(new QComboBox)
@@ -135,7 +139,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     , m_erasing(lineEdit("erasing", tr("probability, 0 or e.g. 0.25")))
     , m_channelsLast(new QComboBox)
     , m_speedWarmup(new QComboBox)
-    , m_fusedSgd(new QCheckBox(tr("One fused SGD update")))
+    , m_fusedSgd(new QCheckBox(tr("One fused optimizer update")))
     , m_cudaGraphs(new QCheckBox(tr("CUDA graphs (GPU only)")))
     , m_winograd(new QCheckBox(tr("Winograd convolutions (CPU, fp32)")))
     , m_cpuThreads(spinBox("cpuThreads", INT_MIN, INT_MAX))
@@ -165,6 +169,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_init->addItems(choices(trainlab::initSchemes()));
     m_init->setToolTip(tr("The first weights. d2l: the chapter's (N(0, 0.01) on the first conv and the last layer); "
                           "pytorch: LibTorch's default on every layer; kaiming: torchvision's ResNet"));
+    m_optimizer->setObjectName(QStringLiteral("optimizer"));
+    m_optimizer->addItems(choices(trainlab::optimizers()));
+    m_optimizer->setToolTip(tr("sgd: the chapter's (with momentum and Nesterov below); adamw: Adam with decoupled weight "
+                               "decay, which wants a smaller learning rate (e.g. 1e-3)"));
     m_schedule->setObjectName(QStringLiteral("schedule"));
     m_schedule->addItems(choices(trainlab::scheduleKinds()));
     m_schedule->setToolTip(tr("How the learning rate changes over the run; one_cycle rises to it and falls back"));
@@ -224,7 +232,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     m_advancedToggle->setObjectName(QStringLiteral("advancedToggle"));
     // Short: the collapsed line sets the form's width, and so how much of the window the chart gets.
     m_advancedToggle->setText(tr("Advanced: recipe, augmentation, precision, speed, limits"));
-    m_advancedToggle->setToolTip(tr("Momentum, weight decay, learning-rate schedule, label smoothing, gradient clipping, "
+    m_advancedToggle->setToolTip(tr("Optimizer (SGD or AdamW), momentum, weight decay, learning-rate schedule, label smoothing, gradient clipping, "
                                     "weight average, augmentation, early stopping, precision, speed switches, threads, "
                                     "image limits"));
     m_advancedToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
@@ -240,8 +248,15 @@ ExperimentForm::ExperimentForm(QWidget *parent)
         Q_EMIT advancedToggled(open);
     });
     auto *advancedForm = new QFormLayout(advanced);
+    advancedForm->addRow(tr("Optimi&zer:"), m_optimizer);
     advancedForm->addRow(tr("&Momentum:"), m_momentum);
     advancedForm->addRow(QString(), m_nesterov);
+    auto *adamRow = new QHBoxLayout;
+    for (QLineEdit *edit : {m_adamBeta1, m_adamBeta2, m_adamEps})
+        adamRow->addWidget(edit);
+    auto *adamLabel = new QLabel(tr("AdamW β&1, β2, eps:"));
+    adamLabel->setBuddy(m_adamBeta1);
+    advancedForm->addRow(adamLabel, adamRow);
     advancedForm->addRow(tr("Sc&hedule:"), m_schedule);
     advancedForm->addRow(tr("&Warm-up epochs:"), m_warmup);
     advancedForm->addRow(QString(), m_schedulePreview);
@@ -289,6 +304,10 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("learning_rate"), m_learningRate},
                 {QStringLiteral("epochs"), m_epochs},
                 {QStringLiteral("seed"), m_seed},
+                {QStringLiteral("optimizer"), m_optimizer},
+                {QStringLiteral("adam_beta1"), m_adamBeta1},
+                {QStringLiteral("adam_beta2"), m_adamBeta2},
+                {QStringLiteral("adam_eps"), m_adamEps},
                 {QStringLiteral("momentum"), m_momentum},
                 {QStringLiteral("weight_decay"), m_weightDecay},
                 {QStringLiteral("precision"), m_precision},
@@ -308,11 +327,11 @@ ExperimentForm::ExperimentForm(QWidget *parent)
                 {QStringLiteral("speed.warmup"), m_speedWarmup},
                 {QStringLiteral("cpu_threads"), m_cpuThreads}};
 
-    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_gradClip, m_emaDecay, m_erasing})
+    for (QLineEdit *edit : {m_name, m_datasetPath, m_learningRate, m_seed, m_adamBeta1, m_adamBeta2, m_adamEps, m_momentum, m_weightDecay, m_warmup, m_labelSmoothing, m_gradClip, m_emaDecay, m_erasing})
         connect(edit, &QLineEdit::textChanged, this, &ExperimentForm::onEdited);
     for (QSpinBox *box : {m_cpuReplicas, m_batchSize, m_epochs, m_cpuThreads, m_trainLimit, m_testLimit, m_patience, m_cropPadding})
         connect(box, &QSpinBox::valueChanged, this, &ExperimentForm::onEdited);
-    for (QComboBox *combo : {m_datasetKind, m_precision, m_init, m_channelsLast, m_speedWarmup, m_schedule})
+    for (QComboBox *combo : {m_datasetKind, m_optimizer, m_precision, m_init, m_channelsLast, m_speedWarmup, m_schedule})
         connect(combo, &QComboBox::currentIndexChanged, this, &ExperimentForm::onEdited);
     for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_winograd, m_nesterov, m_flip, m_decayNormAndBias})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
@@ -377,6 +396,10 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     m_learningRate->setText(shortest(config.learningRate));
     m_epochs->setValue(config.epochs);
     m_seed->setText(QString::number(config.seed));
+    showChoice(m_optimizer, config.optimizer);
+    m_adamBeta1->setText(shortest(config.adamBeta1));
+    m_adamBeta2->setText(shortest(config.adamBeta2));
+    m_adamEps->setText(shortest(config.adamEps));
     m_momentum->setText(shortest(config.momentum));
     m_weightDecay->setText(shortest(config.weightDecay));
     m_nesterov->setChecked(config.nesterov);
@@ -384,7 +407,7 @@ void ExperimentForm::setConfig(const ExperimentConfig &config)
     showChoice(m_schedule, config.schedule.kind);
     m_warmup->setText(shortest(config.schedule.warmupEpochs));
     // A recipe beyond the chapter's shows its schedule (and the preview) as it opens.
-    if ((config.schedule.kind != "constant" || config.schedule.warmupEpochs > 0) && m_advancedToggle)
+    if ((config.schedule.kind != "constant" || config.schedule.warmupEpochs > 0 || config.optimizer != "sgd") && m_advancedToggle)
         m_advancedToggle->setChecked(true);
     m_labelSmoothing->setText(shortest(config.labelSmoothing));
     m_gradClip->setText(shortest(config.gradClipNorm));
@@ -447,6 +470,13 @@ ExperimentConfig ExperimentForm::config() const
     c.epochs = m_epochs->value();
     if (const qulonglong v = m_seed->text().trimmed().toULongLong(&ok); ok)
         c.seed = v;
+    c.optimizer = m_optimizer->currentText().toStdString();
+    if (const double v = parseNumber(m_adamBeta1->text(), &ok); ok)
+        c.adamBeta1 = v;
+    if (const double v = parseNumber(m_adamBeta2->text(), &ok); ok)
+        c.adamBeta2 = v;
+    if (const double v = parseNumber(m_adamEps->text(), &ok); ok)
+        c.adamEps = v;
     if (const double v = parseNumber(m_momentum->text(), &ok); ok)
         c.momentum = v;
     if (const double v = parseNumber(m_weightDecay->text(), &ok); ok)
@@ -494,6 +524,9 @@ QStringList ExperimentForm::unparsedText() const
     };
     number("learning_rate", m_learningRate, false);
     number("seed", m_seed, true);
+    number("adam_beta1", m_adamBeta1, false);
+    number("adam_beta2", m_adamBeta2, false);
+    number("adam_eps", m_adamEps, false);
     number("momentum", m_momentum, false);
     number("weight_decay", m_weightDecay, false);
     number("schedule.warmup_epochs", m_warmup, false);
@@ -572,6 +605,12 @@ void ExperimentForm::refreshDerived()
         cpuChecked |= m_devices->item(i)->data(kIdRole).toString() == QLatin1String("cpu")
                       && m_devices->item(i)->checkState() == Qt::Checked;
     m_cpuReplicas->setEnabled(cpuChecked);
+    // Each optimizer's own keys; a value the other one refuses stays editable, so its problem can be mended here.
+    const bool sgd = c.optimizer == "sgd";
+    m_momentum->setEnabled(sgd || c.momentum != 0);
+    m_nesterov->setEnabled(sgd || c.nesterov);
+    for (QLineEdit *edit : {m_adamBeta1, m_adamBeta2, m_adamEps})
+        edit->setEnabled(!sgd);
     const auto replicas = static_cast<std::int64_t>(config().devices.size());
     const std::int64_t batch = m_batchSize->value();
     if (replicas <= 1 || batch < replicas) {
@@ -600,7 +639,7 @@ void ExperimentForm::showProblems()
     }
     for (const QString &p : std::as_const(m_problemsList)) {
         const QString key = p.section(QLatin1Char(':'), 0, 0);
-        for (const char *field : {"momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing", "grad_clip_norm", "ema_decay",
+        for (const char *field : {"optimizer", "adam_beta1", "adam_beta2", "adam_eps", "momentum", "weight_decay", "nesterov", "schedule.kind", "schedule.warmup_epochs", "label_smoothing", "grad_clip_norm", "ema_decay",
                                  "early_stopping.patience", "augmentation.crop_padding", "augmentation.erasing", "precision", "speed.channels_last", "speed.warmup", "cpu_threads",
                                  "dataset.train_limit", "dataset.test_limit"}) {
             if (key == QLatin1String(field) && m_advancedToggle)

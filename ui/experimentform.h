@@ -95,6 +95,10 @@ private:
     QLineEdit *m_learningRate;
     QSpinBox *m_epochs;
     QLineEdit *m_seed;
+    QComboBox *m_optimizer;
+    QLineEdit *m_adamBeta1;
+    QLineEdit *m_adamBeta2;
+    QLineEdit *m_adamEps;
     QLineEdit *m_momentum;
     QLineEdit *m_weightDecay;
     QComboBox *m_precision;

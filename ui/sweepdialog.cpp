@@ -135,6 +135,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     , m_warmupEpochs(axisEdit("warmup_epochs", tr("e.g. 0, 1")))
     , m_augmentation(axisEdit("augmentation", tr("sets split by ';', e.g. none; crop 2, flip; crop 2, flip, erasing 0.25")))
     , m_init(axisEdit("init", tr("initial weights, e.g. d2l, pytorch")))
+    , m_optimizer(axisEdit("optimizer", tr("optimizers, e.g. sgd, adamw")))
     , m_scaleLr(new QCheckBox(tr("Scale the learning rate with the batch size (linear rule)"), this))
     , m_stopOnFailure(new QCheckBox(tr("Stop the queue when a run fails"), this))
     , m_prune(new QComboBox(this))
@@ -216,6 +217,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     form->addRow(QStringLiteral("warmup_epochs"), m_warmupEpochs);
     form->addRow(QStringLiteral("augmentation"), m_augmentation);
     form->addRow(QStringLiteral("init"), m_init);
+    form->addRow(QStringLiteral("optimizer"), m_optimizer);
     form->addRow(QString(), m_scaleLr);
     form->addRow(QString(), m_stopOnFailure);
     auto *prune = new QHBoxLayout;
@@ -235,7 +237,7 @@ SweepDialog::SweepDialog(const ExperimentConfig &base, QWidget *parent)
     m_validateTimer->setInterval(150);
     connect(m_validateTimer, &QTimer::timeout, this, &SweepDialog::revalidate);
     for (QLineEdit *edit : {m_name, m_notes, m_learningRate, m_batchSize, m_devices, m_epochs, m_seed, m_precision, m_momentum,
-                            m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_emaDecay, m_schedule, m_warmupEpochs, m_augmentation, m_init})
+                            m_weightDecay, m_labelSmoothing, m_gradClipNorm, m_emaDecay, m_schedule, m_warmupEpochs, m_augmentation, m_init, m_optimizer})
         connect(edit, &QLineEdit::textChanged, m_validateTimer, qOverload<>(&QTimer::start));
     connect(m_mode, &QComboBox::currentIndexChanged, this, &SweepDialog::revalidate);
     connect(m_runs, &QSpinBox::valueChanged, m_validateTimer, qOverload<>(&QTimer::start));
@@ -323,6 +325,7 @@ void SweepDialog::setSweep(const SweepConfig &sweep)
         sweep.augmentation, [](const AugmentationConfig &a) { return QString::fromStdString(a.describe()); },
         QStringLiteral("; ")));
     m_init->setText(joined(sweep.init, [](const std::string &k) { return QString::fromStdString(k); }));
+    m_optimizer->setText(joined(sweep.optimizer, [](const std::string &k) { return QString::fromStdString(k); }));
     for (const auto &[axis, range] : sweep.ranges) {
         if (auto *edit = findChild<QLineEdit *>(QStringLiteral("sweepAxis_") + QString::fromStdString(axis)))
             edit->setText(QString::fromStdString(range.text()));
@@ -417,6 +420,8 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
         s.schedule.push_back(k.toStdString());
     for (const QString &k : items(m_init->text()))
         s.init.push_back(k.toStdString());
+    for (const QString &k : items(m_optimizer->text()))
+        s.optimizer.push_back(k.toStdString());
     const QStringList augmentations = items(m_augmentation->text(), QLatin1Char(';'));
     for (int i = 0; i < augmentations.size(); ++i) {
         std::string error;

@@ -75,6 +75,7 @@ private:
     QLineEdit *m_warmupEpochs;
     QLineEdit *m_augmentation;
     QLineEdit *m_init;
+    QLineEdit *m_optimizer;
     QCheckBox *m_scaleLr;
     QCheckBox *m_stopOnFailure;
     QComboBox *m_prune;

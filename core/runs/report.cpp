@@ -102,6 +102,11 @@ std::string recipeText(const ExperimentConfig &c)
         add(c.precision);
     if (c.model.init != "d2l")
         add(c.model.init + " init");
+    if (c.optimizer == "adamw") {
+        const bool defaults = c.adamBeta1 == 0.9 && c.adamBeta2 == 0.999 && c.adamEps == 1e-8;
+        add(defaults ? "adamw" : "adamw β " + formatGeneral(c.adamBeta1) + "/" + formatGeneral(c.adamBeta2)
+                                     + (c.adamEps == 1e-8 ? "" : " eps " + formatGeneral(c.adamEps)));
+    }
     if (c.momentum > 0)
         add((c.nesterov ? "nesterov " : "momentum ") + formatGeneral(c.momentum));
     if (c.weightDecay > 0)

@@ -234,7 +234,7 @@ RunRecord::RunRecord(const std::string &runsDir, const ExperimentConfig &config,
     m_summary.startTime = isoTimeUtc();
     m_summary.trainlabVersion = TRAINLAB_VERSION;
     m_summary.torchVersion = torchVersion();
-    m_summary.speed = config.speed.describe(devices, config.precision, winogradUnavailableReason());
+    m_summary.speed = config.speed.describe(devices, config.precision, winogradUnavailableReason(), config.optimizer);
     m_summary.sweep = tag;
     try {
         testPause("folder-created");
@@ -342,7 +342,7 @@ std::unique_ptr<RunRecord> RunRecord::reopen(const std::string &dir, const Exper
     config.save(dir + "/config.json");
     writeFileAtomic(dir + "/metrics.csv", metrics);
     record->m_summary.epochsDone = static_cast<int>(done.size());
-    record->m_summary.speed = config.speed.describe(record->m_summary.devices, config.precision, winogradUnavailableReason());
+    record->m_summary.speed = config.speed.describe(record->m_summary.devices, config.precision, winogradUnavailableReason(), config.optimizer);
     record->m_summary.finalTestAcc = done.empty() ? 0.0 : done.back().testAcc;
     record->m_summary.bestTestAcc = record->m_epochs.bestTestAcc;
     record->m_summary.bestEpoch = record->m_epochs.bestEpoch;

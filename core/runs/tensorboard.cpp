@@ -233,6 +233,7 @@ std::vector<TbHParam> tbHParams(const ExperimentConfig &c)
             number("batch_size", static_cast<double>(c.batchSize)),
             number("learning_rate", c.learningRate),
             number("epochs", c.epochs),
+            text("optimizer", c.optimizer),
             number("momentum", c.momentum),
             flag("nesterov", c.nesterov),
             number("weight_decay", c.weightDecay),

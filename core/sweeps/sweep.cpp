@@ -223,6 +223,8 @@ ExperimentConfig applyChoice(const SweepConfig &s, const Choice &choice, SweepTa
             c.augmentation = s.augmentation[i];
         else if (axis == "init")
             c.model.init = s.init[i];
+        else if (axis == "optimizer")
+            c.optimizer = s.optimizer[i];
         tag.values.emplace_back(axis, axisValue(c, axis));
     }
     if (s.scaleLrWithBatch && s.base.batchSize > 0)
@@ -324,6 +326,9 @@ std::string axisOfKey(const std::string &key, const std::vector<std::string> &ax
         return "augmentation";
     if (key == "model.init" && active("init"))
         return "init";
+    // The base's momentum is valid alone: the optimizer axis is what made it wrong.
+    if ((key == "momentum" || key == "nesterov" || key.rfind("adam_", 0) == 0) && !active(key.c_str()) && active("optimizer"))
+        return "optimizer";
     return active(key.c_str()) ? key : std::string();
 }
 
@@ -421,7 +426,8 @@ const std::vector<std::string> &sweepAxisNames()
 {
     static const std::vector<std::string> names = {"learning_rate", "batch_size", "devices", "epochs", "seed",
                                                    "precision", "momentum", "weight_decay", "label_smoothing",
-                                                   "grad_clip_norm", "ema_decay", "schedule", "warmup_epochs", "augmentation", "init"};
+                                                   "grad_clip_norm", "ema_decay", "schedule", "warmup_epochs", "augmentation", "init",
+                                                   "optimizer"};
     return names;
 }
 
@@ -450,6 +456,8 @@ std::string axisValue(const ExperimentConfig &c, const std::string &axis)
     }
     if (axis == "init")
         return c.model.init;
+    if (axis == "optimizer")
+        return c.optimizer;
     throw std::invalid_argument("not a sweep axis: \"" + axis + "\"");
 }
 
@@ -473,6 +481,8 @@ std::size_t SweepConfig::axisSize(const std::string &axis) const
         return augmentation.size();
     if (axis == "init")
         return init.size();
+    if (axis == "optimizer")
+        return optimizer.size();
     return 0;
 }
 
@@ -641,6 +651,8 @@ std::string SweepConfig::toJson() const
         axes["augmentation"].push_back({{"flip", a.flip}, {"crop_padding", a.cropPadding}, {"erasing", a.erasing}});
     if (!init.empty())
         axes["init"] = init;
+    if (!optimizer.empty())
+        axes["optimizer"] = optimizer;
     for (const auto &[axis, range] : ranges)
         axes[axis] = {{"min", range.min}, {"max", range.max}, {"log", range.log}};
     json j = {
@@ -745,7 +757,8 @@ SweepConfig SweepConfig::fromJson(const std::string &text, const std::string &or
         const std::tuple<const char *, std::vector<std::string> *, const char *> stringAxes[] = {
             {"schedule", &s.schedule, "a schedule kind (a string)"},
             {"precision", &s.precision, "a string"},
-            {"init", &s.init, "a string"}};
+            {"init", &s.init, "a string"},
+            {"optimizer", &s.optimizer, "a string"}};
         for (const auto &[key, values, expected] : stringAxes)
             readAxis<std::string>(*axes, key, *values, problems, expected, readString);
         readAugmentationAxis(*axes, s.augmentation, problems, doc.written);

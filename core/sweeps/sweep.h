@@ -101,6 +101,7 @@ struct SweepConfig
     std::vector<double> warmupEpochs;               // schedule.warmup_epochs
     std::vector<AugmentationConfig> augmentation;   // each a whole augmentation object
     std::vector<std::string> init;                  // model.init schemes
+    std::vector<std::string> optimizer;             // "sgd", "adamw"
     // The linear scaling rule: each run's learning rate is multiplied by its batch size / base.batch_size.
     bool scaleLrWithBatch = false;
     bool stopOnFailure = false;

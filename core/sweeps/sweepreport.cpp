@@ -525,7 +525,7 @@ std::vector<std::string> otherDifferences(const std::vector<QueueEntry> &entries
     static const std::vector<std::string> covered = {"name", "learning_rate", "batch_size", "devices", "epochs", "seed",
                                                      "precision", "momentum", "weight_decay", "label_smoothing",
                                                      "grad_clip_norm", "ema_decay", "schedule.kind", "schedule.warmup_epochs",
-                                                     "augmentation", "model.init"};
+                                                     "augmentation", "model.init", "optimizer"};
     std::vector<std::string> out;
     for (std::size_t i = 1; i < entries.size(); ++i) {
         for (const std::string &key : configDifferences(entries.front().config.toJson(), entries[i].config.toJson())) {

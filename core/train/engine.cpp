@@ -5,7 +5,7 @@
 #include "core/runs/runrecord.h"
 #include "core/train/devices.h"
 #include "core/train/distributed.h"
-#include "core/train/fusedsgd.h"
+#include "core/train/optimizer.h"
 #include "core/train/hugepageallocator.h"
 #include "core/train/launcher.h"
 #include "core/train/model.h"
@@ -248,7 +248,7 @@ private:
     // pair its tensors with the model's.
     torch::nn::Sequential m_average{nullptr};
     std::vector<torch::Tensor> m_averaged, m_averagedFrom;
-    std::unique_ptr<torch::optim::SGD> m_optimizer;
+    std::unique_ptr<torch::optim::Optimizer> m_optimizer;
     // Flat gradient buffers, each parameter's .grad a view into one (DDP's gradient_as_bucket_view), the
     // step's control slots at the end of the last: the all-reduce sums them in place, nothing is copied.
     std::vector<torch::Tensor> m_buckets;
@@ -735,7 +735,7 @@ void Replica::optimizerStep()
 {
     // Read by the step below (fused or LibTorch's); a captured update holds it fixed, so graphs take it only
     // when the schedule is constant.
-    const torch::Tensor norm = sgdStep(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config, true);
+    const torch::Tensor norm = stepOptimizer(*m_optimizer, learningRateAt(m_world.config, m_globalStep, m_stepsPerEpoch), m_world.config, true);
     if (norm.defined()) {
         torch::NoGradGuard noGrad;
         m_gradNormSum.add_(norm);
@@ -828,7 +828,8 @@ bool Replica::replayUpdate()
     if (!m_graphs)
         return false;
     if (!m_graphs->updateReady) {
-        if (!constantSchedule(m_world.config))
+        // AdamW's bias corrections change every step on the host: a captured update would hold them fixed.
+        if (!constantSchedule(m_world.config) || m_world.config.optimizer != "sgd")
             return false;
         if (!capture(m_graphs->update, m_graphs->compute.pool(), [&] { optimizerStep(); }, "optimizer step"))
             return false;
@@ -1199,7 +1200,7 @@ EngineResult runEngine(EngineSetup setup, TrainingObserver &observer, const Stop
     info.batchesPerEpoch = (info.trainSize + config.batchSize - 1) / config.batchSize;
     info.runDir = setup.record ? setup.record->dir() : std::string();
     observer.onRunStarted(info);
-    observer.onLog("speed: " + config.speed.describe(config.devices, config.precision, winogradUnavailableReason()));
+    observer.onLog("speed: " + config.speed.describe(config.devices, config.precision, winogradUnavailableReason(), config.optimizer));
     if (std::find(config.devices.begin(), config.devices.end(), "cpu") != config.devices.end())
         observer.onLog(hostMemoryDescription());
     if (config.augmentation.any())

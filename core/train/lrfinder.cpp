@@ -2,7 +2,7 @@
 
 #include "core/data/dataset.h"
 #include "core/train/devices.h"
-#include "core/train/fusedsgd.h"
+#include "core/train/optimizer.h"
 #include "core/train/model.h"
 #include "core/train/precision.h"
 #include "core/train/torcherror.h"
@@ -117,7 +117,7 @@ LrFinderResult findLearningRate(const ExperimentConfig &config, const LrFinderOp
                 lossSum.add_(l.detach());
             }
             next += batch;
-            sgdStep(*optimizer, lr, config);
+            stepOptimizer(*optimizer, lr, config);
             LrFinderPoint point;
             point.step = step;
             point.learningRate = lr;
