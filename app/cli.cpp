@@ -831,6 +831,7 @@ int run(int argc, char **argv)
     try {
         config = args.preset.empty() ? trainlab::ExperimentConfig::load(args.configPath)
                                      : trainlab::loadPreset(args.preset);
+        config = trainlab::withSettings(config, args.settings);
     } catch (const trainlab::ConfigError &e) {
         if (!e.problems().empty())
             return printProblems(origin, e.problems());

@@ -139,6 +139,8 @@ const char *cliUsage()
            "run options (override the config):\n"
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
+           "  --set KEY=VALUE  any configuration key, dotted (also validate, lr-find; repeatable):\n"
+           "                   --set optimizer=adamw --set schedule.kind=cosine --set 'devices=[\"cpu\",\"cpu\"]'\n"
            "  --notes TEXT     your notes on the new run (on each run of a sweep), kept in its notes.txt\n"
            "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
            "multi-node (torchrun's names; absent: torchrun's or Slurm's variables, else one node):\n"
@@ -285,11 +287,11 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
                 throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
             // The range test takes the config's recipe; only what sizes the test, and its own range.
-            static const char *const finderFlags[] = {"--preset", "--batch-size", "--devices", "--train-limit",
+            static const char *const finderFlags[] = {"--preset", "--set", "--batch-size", "--devices", "--train-limit",
                                                       "--min-lr", "--max-lr", "--steps", "--out"};
             if (out.command == "lr-find" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(finderFlags), std::end(finderFlags), arg) == std::end(finderFlags))
-                throw std::invalid_argument("lr-find: unknown option \"" + arg + "\" (--preset, --batch-size, --devices, --train-limit, --min-lr, --max-lr, --steps, --out)");
+                throw std::invalid_argument("lr-find: unknown option \"" + arg + "\" (--preset, --set, --batch-size, --devices, --train-limit, --min-lr, --max-lr, --steps, --out)");
             if (out.command == "lr-find" && (arg == "--min-lr" || arg == "--max-lr")) {
                 const double v = toNumber(arg, value(arg));
                 if (!(v > 0))
@@ -338,6 +340,10 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             }
             if (out.command == "runs" && arg != "--runs-dir")
                 throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR, --sort KEY, --filter WORDS, --json and --csv metrics|devices)");
+            if (arg == "--set" && (out.command == "run" || out.command == "validate" || out.command == "lr-find")) {
+                out.settings.push_back(value(arg));
+                continue;
+            }
             if (out.command == "validate" || arg.rfind("--", 0) != 0) {
                 if (arg.rfind("--", 0) == 0 || !out.configPath.empty())
                     throw std::invalid_argument("unexpected argument \"" + arg + "\"");

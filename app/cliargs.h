@@ -43,6 +43,7 @@ struct CliArgs
     std::string sort;             // runs --sort date|name|status|epochs|best|to|lr|batch ("": date, the newest first)
     std::string filter;           // runs --filter WORDS: the rows holding every word
     std::string runNotes;         // run --notes TEXT
+    std::vector<std::string> settings;   // run, validate, lr-find --set KEY=VALUE (repeatable), in order
     std::vector<std::string> runDirs;   // compare RUN_DIR RUN_DIR..., delete RUN_DIR...
     bool permanently = false;     // delete --permanently
     std::optional<std::string> notes;   // notes RUN_DIR TEXT: the new notes ("-": read from stdin); unset: print them

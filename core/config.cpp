@@ -568,6 +568,60 @@ std::string configValueText(const std::string &json, const std::string &key)
     return value->is_string() ? value->get<std::string>() : value->dump();
 }
 
+ExperimentConfig withSettings(const ExperimentConfig &config, const std::vector<std::string> &assignments)
+{
+    constexpr std::size_t kMaxAssignment = 4096;
+    ExperimentConfig out = config;
+    std::vector<std::string> problems;
+    for (const std::string &assignment : assignments) {
+        const std::string shown = "--set " + (assignment.size() > 80 ? assignment.substr(0, 80) + "…" : assignment);
+        const std::size_t eq = assignment.find('=');
+        if (eq == std::string::npos || eq == 0) {
+            problems.push_back(shown + ": must be KEY=VALUE, e.g. optimizer=adamw");
+            continue;
+        }
+        if (assignment.size() > kMaxAssignment) {
+            problems.push_back(shown + ": longer than " + std::to_string(kMaxAssignment) + " characters");
+            continue;
+        }
+        const std::string key = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+        json root = json::parse(out.toJson());
+        json *node = &root;
+        for (std::size_t begin = 0; node && begin <= key.size();) {
+            const std::size_t dot = std::min(key.find('.', begin), key.size());
+            const std::string part = key.substr(begin, dot - begin);
+            node = node->is_object() && node->contains(part) ? &(*node)[part] : nullptr;
+            begin = dot + 1;
+        }
+        if (!node) {
+            problems.push_back(shown + ": " + key + ": unknown key");
+            continue;
+        }
+        // Read as a file's value is: nesting bounded, duplicate keys refused (named from key, not the wrapper).
+        std::optional<StrictJson> wrapped;
+        try {
+            wrapped = parseStrict("{\"v\": " + text + "}", "value");
+        } catch (const ConfigError &) {
+        }
+        if (wrapped && !wrapped->problems.empty()) {
+            for (const std::string &p : wrapped->problems)
+                problems.push_back(shown + ": " + key + p.substr(1));
+            continue;
+        }
+        *node = wrapped && wrapped->root.size() == 1 ? wrapped->root["v"] : json(text);
+        try {
+            out = ExperimentConfig::fromJson(root.dump(), "--set");
+        } catch (const ConfigError &e) {
+            for (const std::string &p : e.problems())
+                problems.push_back(shown + ": " + p);
+            if (e.problems().empty())
+                problems.push_back(shown + ": " + e.what());
+        }
+    }
+    throwProblems("--set", problems);
+    return out;
+}
+
 ExperimentConfig loadPreset(const std::string &name)
 {
     const auto names = presetNames();

@@ -181,6 +181,12 @@ std::vector<std::string> configDifferences(const std::string &a, const std::stri
 // quotes, anything else as compact JSON; "-" where the configuration has no such key.
 std::string configValueText(const std::string &json, const std::string &key);
 
+// config with each "key=value" of assignments applied in turn (trainlab-cli's --set): key is a dotted path the file
+// has (schedule.kind), value JSON where it reads as JSON (0.1, true, ["cpu", "cpu"], {"flip": true}) and a string
+// otherwise (adamw). Read as a file is: throws ConfigError whose problems each name their assignment,
+// "--set epochs=ten: epochs: must be an integer, got a string \"ten\"". Validation stays the caller's.
+ExperimentConfig withSettings(const ExperimentConfig &config, const std::vector<std::string> &assignments);
+
 // Loads a preset shipped with TrainLab by name (d2l-1gpu, d2l-2gpu, fmnist-fast, quick-demo).
 ExperimentConfig loadPreset(const std::string &name);
 std::vector<std::string> presetNames();

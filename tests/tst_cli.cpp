@@ -260,6 +260,16 @@ void tst_Cli::validate()
     QCOMPARE(o.exitCode, 2);
     const QString good = writeConfig(QStringLiteral("good.json"), R"({"name": "ok"})");
     QCOMPARE(cli({QStringLiteral("validate"), good}).exitCode, 0);
+    // --set changes the file's values before validation, and names itself in what it breaks.
+    QCOMPARE(cli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("optimizer=adamw"),
+                  QStringLiteral("--set"), QStringLiteral("schedule.kind=cosine")}).exitCode, 0);
+    o = cli({QStringLiteral("validate"), good, QStringLiteral("--set"), QStringLiteral("optimizer=adamw"), QStringLiteral("--set"),
+             QStringLiteral("momentum=0.9")});
+    QCOMPARE(o.exitCode, 2);
+    QVERIFY2(o.err.contains(QStringLiteral("momentum: must be 0 with optimizer \"adamw\"")), qPrintable(o.err));
+    o = cli({QStringLiteral("run"), good, QStringLiteral("--set"), QStringLiteral("epochs=ten")});
+    QCOMPARE(o.exitCode, 2);
+    QVERIFY2(o.err.contains(QStringLiteral("--set epochs=ten: epochs: must be an integer, got a string \"ten\"")), qPrintable(o.err));
 }
 
 // The range test from the command line: its steps, a suggestion, the curve as CSV; no run folder.

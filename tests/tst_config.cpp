@@ -25,6 +25,8 @@ private Q_SLOTS:
     void largestSeedRoundTrips();
     void validateReadsTheHeaders();
     void presets();
+    void withSettings_data();
+    void withSettings();
     void unreadableFile();
     void notAConfigFile_data();
     void notAConfigFile();
@@ -254,6 +256,49 @@ void tst_Config::invalid()
     QVERIFY2(all.find(message.toStdString()) != std::string::npos, all.c_str());
     // No value is echoed whole, however long.
     QVERIFY2(all.size() < 400, all.c_str());
+}
+
+void tst_Config::withSettings_data()
+{
+    QTest::addColumn<QStringList>("assignments");
+    QTest::addColumn<QString>("json");      // what the configuration then holds (a fragment of its JSON), or
+    QTest::addColumn<QString>("problem");   // the problem named
+    QTest::newRow("a string") << QStringList{"optimizer=adamw"} << R"("optimizer": "adamw")" << "";
+    QTest::newRow("a number") << QStringList{"learning_rate=1e-3"} << R"("learning_rate": 0.001)" << "";
+    QTest::newRow("nested") << QStringList{"schedule.kind=cosine", "schedule.warmup_epochs=0.5"} << R"("warmup_epochs": 0.5)" << "";
+    QTest::newRow("a list") << QStringList{R"(devices=["cpu", "cpu"])"} << R"("cpu",
+    "cpu")" << "";
+    QTest::newRow("an object") << QStringList{R"(augmentation={"flip": true})"} << R"("flip": true)" << "";
+    QTest::newRow("text with spaces") << QStringList{"name=lr study 3"} << R"("name": "lr study 3")" << "";
+    QTest::newRow("the last wins") << QStringList{"epochs=3", "epochs=4"} << R"("epochs": 4)" << "";
+    QTest::newRow("no =") << QStringList{"adamw"} << "" << "--set adamw: must be KEY=VALUE, e.g. optimizer=adamw";
+    QTest::newRow("unknown key") << QStringList{"optimiser=adamw"} << "" << "--set optimiser=adamw: optimiser: unknown key";
+    QTest::newRow("unknown nested key") << QStringList{"schedule.type=cosine"} << "" << "--set schedule.type=cosine: schedule.type: unknown key";
+    QTest::newRow("below a value") << QStringList{"epochs.max=3"} << "" << "--set epochs.max=3: epochs.max: unknown key";
+    QTest::newRow("wrong type") << QStringList{"epochs=ten"} << "" << "--set epochs=ten: epochs: must be an integer, got a string \"ten\"";
+    QTest::newRow("a second value smuggled in") << QStringList{R"(epochs=1, "seed": 2)"} << ""
+                                                << R"(epochs: must be an integer, got a string "1, \"seed\": 2")";
+    QTest::newRow("a duplicate key inside") << QStringList{R"(augmentation={"flip": true, "flip": false})"} << ""
+                                            << "--set augmentation={\"flip\": true, \"flip\": false}: augmentation.flip: ";
+}
+
+// trainlab-cli's --set: a dotted key the file has, a JSON value or a string, read as strictly as a file.
+void tst_Config::withSettings()
+{
+    QFETCH(QStringList, assignments);
+    QFETCH(QString, json);
+    QFETCH(QString, problem);
+    std::vector<std::string> list;
+    for (const QString &a : assignments)
+        list.push_back(a.toStdString());
+    try {
+        const ExperimentConfig c = trainlab::withSettings(ExperimentConfig{}, list);
+        QVERIFY2(problem.isEmpty(), "expected a refusal");
+        QVERIFY2(c.toJson().find(json.toStdString()) != std::string::npos, c.toJson().c_str());
+    } catch (const ConfigError &e) {
+        QVERIFY2(!problem.isEmpty(), e.what());
+        QVERIFY2(std::string(e.what()).find(problem.toStdString()) != std::string::npos, e.what());
+    }
 }
 
 void tst_Config::validateListsEveryProblem()
