@@ -559,6 +559,18 @@ void tst_QueuePanel::dialogDrawsRandomRuns()
     reopened.setSweep(dialog.sweep());
     QCOMPARE(child<QDoubleSpinBox>(reopened, QStringLiteral("sweepPruneValue"))->value(), 0.2);
     QCOMPARE(reopened.sweep().pruning, dialog.sweep().pruning);
+    // A file's value finer than the box (or below its range) is kept as given until the box is edited.
+    SweepConfig fine = dialog.sweep();
+    fine.pruning = trainlab::PruneRule{"percentile", 3, 2, 0.5};
+    reopened.setSweep(fine);
+    auto *reopenedValue = child<QDoubleSpinBox>(reopened, QStringLiteral("sweepPruneValue"));
+    QCOMPARE(reopenedValue->value(), 1.0);
+    QCOMPARE(reopened.sweep().pruning.percentile, 0.5);
+    reopenedValue->setValue(2.0);
+    QCOMPARE(reopened.sweep().pruning.percentile, 2.0);
+    fine.pruning = trainlab::PruneRule{"threshold", 3, 2, 25.0, 0.1234};
+    reopened.setSweep(fine);
+    QCOMPARE(reopened.sweep().pruning.minTestAcc, 0.1234);
 }
 
 void tst_QueuePanel::prunedRunLetsTheQueueGoOn()

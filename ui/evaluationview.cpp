@@ -67,6 +67,15 @@ QString cellText(std::int64_t count, double share, bool normalized)
     return normalized ? QString::number(100.0 * share, 'f', share < 0.1 && share > 0 ? 1 : 0) : QString::number(count);
 }
 
+// The run folder's evaluation.json; nullopt where it has none, an exception where it cannot be read.
+std::optional<Evaluation> keptEvaluation(const QString &dir)
+{
+    const QString file = QDir(dir).filePath(QString::fromLatin1(kEvaluationFile));
+    if (!QFileInfo::exists(file))
+        return std::nullopt;
+    return evaluationFromJson(readFile(file.toStdString()), file.toStdString());
+}
+
 // "Evaluated epoch 3 of checkpoint.pt, which now holds epoch 5": an evaluation.json older than a resume.
 QString staleNote(const QString &dir, const Evaluation &e)
 {
@@ -223,13 +232,13 @@ void EvaluationView::setRunDir(const QString &dir, const QString &against)
         showMessage(tr("Select a run in the history to see how its model does on each class."));
         return;
     }
-    const QString file = QDir(dir).filePath(QString::fromLatin1(kEvaluationFile));
-    if (!QFileInfo::exists(file)) {
-        showMessage(tr("%1 has no evaluation yet: Evaluate runs its model over the test set.").arg(QFileInfo(dir).fileName()));
-        return;
-    }
     try {
-        showEvaluation(evaluationFromJson(readFile(file.toStdString()), file.toStdString()));
+        const std::optional<Evaluation> kept = keptEvaluation(dir);
+        if (!kept) {
+            showMessage(tr("%1 has no evaluation yet: Evaluate runs its model over the test set.").arg(QFileInfo(dir).fileName()));
+            return;
+        }
+        showEvaluation(*kept);
     } catch (const std::exception &e) {
         showMessage(tr("%1\nEvaluate writes a new one.").arg(QString::fromStdString(e.what())));
     }
@@ -247,12 +256,11 @@ QString EvaluationView::againstText()
     if (m_againstDir.isEmpty() || !m_evaluation)
         return QString();
     const QString name = QFileInfo(m_againstDir).fileName();
-    const QString file = QDir(m_againstDir).filePath(QString::fromLatin1(kEvaluationFile));
-    if (!QFileInfo::exists(file))
-        return tr("\nAgainst %1: it has no evaluation yet (select it alone and Evaluate).").arg(name);
     try {
-        const Evaluation other = evaluationFromJson(readFile(file.toStdString()), file.toStdString());
-        m_diff = diffEvaluations(*m_evaluation, other);
+        const std::optional<Evaluation> other = keptEvaluation(m_againstDir);
+        if (!other)
+            return tr("\nAgainst %1: it has no evaluation yet (select it alone and Evaluate).").arg(name);
+        m_diff = diffEvaluations(*m_evaluation, *other);
     } catch (const std::exception &e) {
         return tr("\nAgainst %1: not comparable: %2.").arg(name, QString::fromStdString(e.what()));
     }

@@ -363,6 +363,14 @@ void SweepDialog::showPruneValue(double value)
                                     "sweep's other runs at that epoch stops"));
     }
     m_pruneValue->setValue(value);
+    // The box rounds (0.5 % shows as 1.0): until it is edited, the sweep keeps the value as given.
+    m_givenPruneValue = value;
+    m_shownPruneValue = m_pruneValue->value();
+}
+
+double SweepDialog::pruneValue() const
+{
+    return m_pruneValue->value() == m_shownPruneValue ? m_givenPruneValue : m_pruneValue->value();
 }
 
 SweepConfig SweepDialog::parse(QStringList *problems) const
@@ -382,9 +390,9 @@ SweepConfig SweepDialog::parse(QStringList *problems) const
         s.pruning.startupRuns = m_pruneStartup->value();
         s.pruning.minEpochs = m_pruneMinEpochs->value();
         if (s.pruning.rule == "percentile")
-            s.pruning.percentile = m_pruneValue->value();
+            s.pruning.percentile = pruneValue();
         else if (s.pruning.rule == "threshold")
-            s.pruning.minTestAcc = m_pruneValue->value();
+            s.pruning.minTestAcc = pruneValue();
     }
     const QString notNumber = tr("must be a number");
     const QString notInteger = tr("must be a whole number");

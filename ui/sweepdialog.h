@@ -48,6 +48,8 @@ public:
 private:
     // Sets the prune value box for the chosen rule (a share in % or a test accuracy) and shows value.
     void showPruneValue(double value);
+    // The box's value, or the value given to showPruneValue where the box only rounded it.
+    double pruneValue() const;
     QLineEdit *axisEdit(const char *axis, const QString &placeholder);
     SweepConfig parse(QStringList *problems) const;
 
@@ -80,6 +82,8 @@ private:
     QCheckBox *m_stopOnFailure;
     QComboBox *m_prune;
     QDoubleSpinBox *m_pruneValue;   // percentile: the top share kept; threshold: the test acc to reach
+    double m_givenPruneValue = 0;   // what showPruneValue was given, and what the box then showed
+    double m_shownPruneValue = 0;
     QSpinBox *m_pruneStartup;
     QSpinBox *m_pruneMinEpochs;
     QLabel *m_count;

@@ -326,8 +326,11 @@ std::string Queue::pruneReason(std::size_t i, const EpochMetrics &m) const
     const QueueEntry &e = m_entries.at(i);
     if (!e.prune.on() || e.tag.empty() || m.epoch < e.prune.minEpochs || m.epoch >= e.config.epochs)
         return {};
+    // A threshold reads no other run.
+    if (!e.prune.comparesRuns())
+        return e.prune.reason(m.epoch, m.testAcc, {});
     std::vector<double> others;
-    for (std::size_t k = 0; e.prune.comparesRuns() && k < m_entries.size(); ++k) {
+    for (std::size_t k = 0; k < m_entries.size(); ++k) {
         const QueueEntry &o = m_entries[k];
         if (k == i || o.tag.id != e.tag.id)
             continue;
