@@ -531,6 +531,7 @@ int sweepCommand(const trainlab::CliArgs &args)
         try {
             sweep = args.preset.empty() ? trainlab::SweepConfig::load(args.configPath)
                                         : trainlab::loadSweepPreset(args.preset);
+            sweep.base = trainlab::withSettings(sweep.base, args.settings);
         } catch (const trainlab::ConfigError &e) {
             if (!e.problems().empty())
                 return printProblems(origin, e.problems());

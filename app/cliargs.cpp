@@ -118,7 +118,7 @@ const char *cliUsage()
            "  delete RUN_DIR... [--permanently]\n"
            "                                   move runs to the desktop's trash (~/.local/share/Trash), or remove\n"
            "                                   them; never a run a process is training\n"
-           "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure]\n"
+           "  sweep SWEEP.json | --preset NAME [--dry-run] [--yes] [--stop-on-failure] [--set KEY=VALUE]\n"
            "                                   run every experiment of a sweep one after another, then print\n"
            "                                   the closing table (--dry-run: only the plan; --yes: over 200 runs;\n"
            "                                   a random sweep: --runs N draws, --random-seed N)\n"
@@ -139,7 +139,8 @@ const char *cliUsage()
            "run options (override the config):\n"
            "  --epochs N  --batch-size N  --lr X  --devices cpu,cuda:0,...\n"
            "  --train-limit N  --test-limit N  --runs-dir DIR\n"
-           "  --set KEY=VALUE  any configuration key, dotted (also validate, lr-find; repeatable):\n"
+           "  --set KEY=VALUE  any configuration key, dotted (also validate, lr-find, a sweep's base;\n"
+           "                   repeatable):\n"
            "                   --set optimizer=adamw --set schedule.kind=cosine --set 'devices=[\"cpu\",\"cpu\"]'\n"
            "  --notes TEXT     your notes on the new run (on each run of a sweep), kept in its notes.txt\n"
            "  --monitor        after each epoch, a line per device: CPU and memory, each GPU's use (NVML)\n"
@@ -280,12 +281,12 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             if (out.command == "resume" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(resumeFlags), std::end(resumeFlags), arg) == std::end(resumeFlags))
                 throw std::invalid_argument("resume: " + arg + " cannot change a run being resumed (only --epochs, to continue it, and the multi-node options)");
-            static const char *const sweepFlags[] = {"--preset", "--dry-run", "--yes", "--stop-on-failure", "--resume",
+            static const char *const sweepFlags[] = {"--preset", "--set", "--dry-run", "--yes", "--stop-on-failure", "--resume",
                                                      "--runs-dir", "--epochs", "--train-limit", "--test-limit", "--notes",
                                                      "--runs", "--random-seed"};
             if (out.command == "sweep" && arg.rfind("--", 0) == 0
                 && std::find(std::begin(sweepFlags), std::end(sweepFlags), arg) == std::end(sweepFlags))
-                throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --epochs, --train-limit and --test-limit change its base)");
+                throw std::invalid_argument("sweep: unknown option \"" + arg + "\" (the sweep file sets the runs; --set, --epochs, --train-limit and --test-limit change its base)");
             // The range test takes the config's recipe; only what sizes the test, and its own range.
             static const char *const finderFlags[] = {"--preset", "--set", "--batch-size", "--devices", "--train-limit",
                                                       "--min-lr", "--max-lr", "--steps", "--out"};
@@ -340,7 +341,7 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             }
             if (out.command == "runs" && arg != "--runs-dir")
                 throw std::invalid_argument("runs: unexpected argument \"" + arg + "\" (only --runs-dir DIR, --sort KEY, --filter WORDS, --json and --csv metrics|devices)");
-            if (arg == "--set" && (out.command == "run" || out.command == "validate" || out.command == "lr-find")) {
+            if (arg == "--set" && (out.command == "run" || out.command == "validate" || out.command == "lr-find" || out.command == "sweep")) {
                 out.settings.push_back(value(arg));
                 continue;
             }
@@ -420,8 +421,8 @@ CliArgs parseCliArgs(const std::vector<std::string> &args)
             throw std::invalid_argument("sweep: give one of SWEEP.json, --preset NAME or --resume SWEEP_DIR");
         if (out.command == "sweep" && !out.resumeSweep.empty()
             && (out.dryRun || out.epochs || out.trainLimit || out.testLimit || !out.runNotes.empty() || out.sweepRuns
-                || out.randomSeed))
-            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --epochs, limits, --notes, --runs or --random-seed)");
+                || out.randomSeed || !out.settings.empty()))
+            throw std::invalid_argument("sweep --resume: goes on with the sweep as planned (no --dry-run, --set, --epochs, limits, --notes, --runs or --random-seed)");
         if (out.command == "runs" && !out.csv.empty() && (!out.sort.empty() || !out.filter.empty() || out.json))
             throw std::invalid_argument("runs: --sort, --filter and --json order, narrow and format the table, not --csv");
         if (out.command == "lr-find" && out.configPath.empty() == out.preset.empty())

@@ -189,7 +189,10 @@ void tst_Cli::badUsage_data()
     QTest::newRow("notes on resume") << QStringList{"resume", "r", "--notes", "x"} << "resume: --notes cannot change a run being resumed";
     QTest::newRow("compare one run") << QStringList{"compare", "r"} << "compare: needs two or more RUN_DIRs";
     QTest::newRow("compare option") << QStringList{"compare", "a", "b", "--csv"} << "compare: unknown option \"--csv\"";
-    QTest::newRow("sweep resume notes") << QStringList{"sweep", "--resume", "d", "--notes", "x"} << "no --dry-run, --epochs, limits, --notes";
+    QTest::newRow("sweep resume notes") << QStringList{"sweep", "--resume", "d", "--notes", "x"} << "no --dry-run, --set, --epochs, limits, --notes";
+    QTest::newRow("sweep resume set") << QStringList{"sweep", "--resume", "d", "--set", "epochs=2"} << "no --dry-run, --set, --epochs, limits, --notes";
+    QTest::newRow("sweep base set") << QStringList{"sweep", "--preset", "lr-sweep-quick", "--dry-run", "--set", "optimizer=adamw"}
+                                    << "base.momentum: must be 0 with optimizer \"adamw\"";
     QTest::newRow("sweep resume draws") << QStringList{"sweep", "--resume", "d", "--runs", "3"} << "--runs or --random-seed)";
     QTest::newRow("sweep no runs") << QStringList{"sweep", "--preset", "random-search-quick", "--runs", "0"}
                                    << "--runs: must be an integer from 1 to 10000, got \"0\"";
