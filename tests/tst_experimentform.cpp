@@ -214,12 +214,14 @@ void tst_ExperimentForm::outOfRangeValuesAreNamed()
     QCOMPARE(form.config().devices, (std::vector<std::string>{"cuda:0", "cuda:0"}));
 }
 
-// SGD's fields for sgd, AdamW's for adamw; a momentum adamw refuses stays editable, named, until it is 0.
+// SGD's fields for sgd, AdamW's for adamw. Picking adamw sets SGD's momentum aside and picking sgd brings it back;
+// a file's momentum with adamw stays editable, named, until it is 0.
 void tst_ExperimentForm::optimizerPicksItsFields()
 {
     ExperimentForm form;
     ExperimentConfig c;
     c.momentum = 0.9;
+    c.nesterov = true;
     form.setConfig(c);
     auto *optimizer = field<QComboBox>(form, "optimizer");
     auto *momentum = field<QLineEdit>(form, "momentum");
@@ -229,7 +231,19 @@ void tst_ExperimentForm::optimizerPicksItsFields()
     QVERIFY(form.isValid());
     optimizer->setCurrentText(QStringLiteral("adamw"));
     QCOMPARE(form.config().optimizer, std::string("adamw"));
+    QCOMPARE(form.config().momentum, 0.0);
+    QVERIFY(!form.config().nesterov);
     QVERIFY(beta2->isEnabled());
+    QVERIFY(!momentum->isEnabled());
+    QVERIFY2(form.isValid(), qPrintable(form.problems().join('\n')));
+    optimizer->setCurrentText(QStringLiteral("sgd"));
+    QCOMPARE(form.config().momentum, 0.9);
+    QVERIFY(form.config().nesterov);
+    QVERIFY(!beta2->isEnabled());
+
+    c.optimizer = "adamw";
+    c.nesterov = false;
+    form.setConfig(c);
     QVERIFY(momentum->isEnabled());
     QVERIFY(momentum->property("invalid").toBool());
     QVERIFY2(form.problems().join('\n').contains(QLatin1String("momentum: must be 0 with optimizer \"adamw\"")),

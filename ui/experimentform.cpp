@@ -336,6 +336,7 @@ ExperimentForm::ExperimentForm(QWidget *parent)
     for (QCheckBox *box : {m_fusedSgd, m_cudaGraphs, m_winograd, m_nesterov, m_flip, m_decayNormAndBias})
         connect(box, &QCheckBox::toggled, this, &ExperimentForm::onEdited);
     connect(m_devices, &QListWidget::itemChanged, this, &ExperimentForm::onEdited);
+    connect(m_optimizer, &QComboBox::currentIndexChanged, this, &ExperimentForm::onOptimizerPicked);
     connect(m_chooseFolder, &QPushButton::clicked, this, &ExperimentForm::chooseDatasetFolder);
     connect(m_download, &QPushButton::clicked, this, &ExperimentForm::startDownload);
     connect(m_cancelDownload, &QPushButton::clicked, this, &ExperimentForm::cancelDownload);
@@ -384,6 +385,7 @@ void ExperimentForm::setLearningRate(double learningRate)
 void ExperimentForm::setConfig(const ExperimentConfig &config)
 {
     m_loading = true;
+    m_setAsideMomentum.clear();
     m_base = config;
     m_name->setText(QString::fromStdString(config.name));
     const int kind = config.dataset.path == kBuiltin ? kSampleKind : config.dataset.path == kManaged ? kManagedKind : kFolderKind;
@@ -564,6 +566,25 @@ void ExperimentForm::onEdited()
     refreshDerived();
     showProblems();
     Q_EMIT changed();
+}
+
+void ExperimentForm::onOptimizerPicked()
+{
+    if (m_loading)
+        return;
+    // AdamW refuses SGD's momentum: picking it puts SGD's aside (shown as 0), picking SGD again brings it back.
+    if (m_optimizer->currentText() != QLatin1String("sgd")) {
+        if (m_setAsideMomentum.isEmpty()) {
+            m_setAsideMomentum = m_momentum->text();
+            m_setAsideNesterov = m_nesterov->isChecked();
+        }
+        m_momentum->setText(QStringLiteral("0"));
+        m_nesterov->setChecked(false);
+    } else if (!m_setAsideMomentum.isEmpty()) {
+        m_momentum->setText(m_setAsideMomentum);
+        m_nesterov->setChecked(m_setAsideNesterov);
+        m_setAsideMomentum.clear();
+    }
 }
 
 void ExperimentForm::refreshDerived()

@@ -64,6 +64,7 @@ private:
     void chooseDatasetFolder();
     void onEdited();
     void refreshDerived();
+    void onOptimizerPicked();
     void showProblems();
     void onDownloadProgress(const QString &file, int fileIndex, int fileCount, qint64 bytes, qint64 total,
                             double bytesPerSecond);
@@ -74,6 +75,9 @@ private:
     QMap<QString, QWidget *> m_fields;   // config key -> the widget that edits it
     QString m_datasetStartFolder;
     bool m_loading = false;
+    // SGD's momentum and Nesterov while AdamW is picked ("": none set aside).
+    QString m_setAsideMomentum;
+    bool m_setAsideNesterov = false;
 
     QLineEdit *m_name;
     QComboBox *m_datasetKind;
