@@ -22,7 +22,8 @@ usage: bench/gpu-check.sh [options]
                      + channels_last, + bf16, + fused SGD,
                      + CUDA graphs, the chapter's program beside them, then the chapter's whole experiment
                      (10 epochs, every switch on) and the fmnist-fast preset (10 epochs): wall time
-                     from launch to the last epoch, final test acc
+                     from launch to the last epoch, final test acc; last, where time is left, AdamW
+                     (lr 1e-3) with its update fused and as LibTorch's loop
   --skip-build       use the trainlab-cli already in the build folder
   --cli PATH         use this trainlab-cli (implies --skip-build)
   --configure-only   stop after CMake's configure step (checks nvcc, LibTorch, the NCCL header)
@@ -407,6 +408,9 @@ train() {
   local preset=${PRESET:-d2l-1gpu} recipe=()
   sed -e "s|\"path\": \"fashion-mnist\"|\"path\": \"$data\"|" -e "s|\"precision\": \"[a-z0-9]*\"|\"precision\": \"$precision\", \"speed\": $speed|" \
       -e "0,/\"name\": \"[^\"]*\"/s||\"name\": \"gpucheck-$(slug "$name")\"|" "$root/resources/presets/$preset.json" >"$cfg"
+  # SET (the caller's environment): KEY=VALUE words, each a --set of the run (e.g. "optimizer=adamw").
+  local assignment
+  for assignment in ${SET:-}; do recipe+=(--set "$assignment"); done
   [ "$batch" = - ] || recipe+=(--batch-size "$batch")
   [ "$lr" = - ] || recipe+=(--lr "$lr")
   mem_start "$memlog"
@@ -515,6 +519,12 @@ ablation_runs() { # LABEL DATA
     walled train "$label: the chapter's experiment, 10 epochs, all on" "$data" bf16 "$abl_device" 256 0.1 "${abl_limits[@]}"
   # Issue 24's preset beside it: its own recipe (batch, schedule, augmentation, label smoothing), 10 epochs.
   PRESET=fmnist-fast epochs=10 walled train "$label: the fmnist-fast preset, 10 epochs" "$data" bf16 "$abl_device" - - "${abl_limits[@]}"
+  # AdamW's update (about ten multi-tensor kernels fused, about ten per parameter as a loop), last: where time is left.
+  local fused
+  for fused in true false; do
+    SET=optimizer=adamw SPEED="{\"channels_last\": \"on\", \"fused_sgd\": $fused, \"cuda_graphs\": false, \"warmup\": \"on\"}" \
+      train "$label: AdamW, lr 1e-3, fused_sgd $fused (bf16, channels_last, warm-up)" "$data" bf16 "$abl_device" 256 0.001 "${abl_limits[@]}"
+  done
 }
 if [ "$cuda_devices" -eq 0 ]; then
   if [ "$smi_gpus" -gt 0 ]; then
