@@ -574,7 +574,7 @@ ExperimentConfig withSettings(const ExperimentConfig &config, const std::vector<
     ExperimentConfig out = config;
     std::vector<std::string> problems;
     for (const std::string &assignment : assignments) {
-        const std::string shown = "--set " + (assignment.size() > 80 ? assignment.substr(0, 80) + "…" : assignment);
+        const std::string shown = "--set " + cut(assignment);
         const std::size_t eq = assignment.find('=');
         if (eq == std::string::npos || eq == 0) {
             problems.push_back(shown + ": must be KEY=VALUE, e.g. optimizer=adamw");
@@ -597,11 +597,12 @@ ExperimentConfig withSettings(const ExperimentConfig &config, const std::vector<
             problems.push_back(shown + ": " + key + ": unknown key");
             continue;
         }
-        // Read as a file's value is: nesting bounded, duplicate keys refused (named from key, not the wrapper).
+        // Read as a file's value is: nesting bounded, duplicate keys refused (named from key, not the wrapper "v").
         std::optional<StrictJson> wrapped;
         try {
             wrapped = parseStrict("{\"v\": " + text + "}", "value");
         } catch (const ConfigError &) {
+            wrapped.reset();   // not JSON: the text is the value, as a string
         }
         if (wrapped && !wrapped->problems.empty()) {
             for (const std::string &p : wrapped->problems)

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -22,7 +23,7 @@ namespace trainlab {
 
 namespace {
 
-// The key SGD keeps a parameter's state under: the TensorImpl's address, as text (LibTorch 1.x) or as is (2.x).
+// The key an optimizer keeps a parameter's state under: the TensorImpl's address, as text (LibTorch 1.x) or as is (2.x).
 template<typename Map>
 typename Map::key_type stateKey(const Map &, const torch::Tensor &p)
 {
@@ -35,10 +36,6 @@ typename Map::key_type stateKey(const Map &, const torch::Tensor &p)
         return static_cast<Key>(p.unsafeGetTensorImpl());
     }
 }
-
-} // namespace
-
-namespace {
 
 // One group, or two with weight_decay_norm_and_bias false: the matrices and kernels decayed, the rest not.
 template<typename Optimizer, typename Options>
