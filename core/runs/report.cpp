@@ -103,9 +103,10 @@ std::string recipeText(const ExperimentConfig &c)
     if (c.model.init != "d2l")
         add(c.model.init + " init");
     if (c.optimizer == "adamw") {
-        const bool defaults = c.adamBeta1 == 0.9 && c.adamBeta2 == 0.999 && c.adamEps == 1e-8;
+        const ExperimentConfig d;
+        const bool defaults = c.adamBeta1 == d.adamBeta1 && c.adamBeta2 == d.adamBeta2 && c.adamEps == d.adamEps;
         add(defaults ? "adamw" : "adamw β " + formatGeneral(c.adamBeta1) + "/" + formatGeneral(c.adamBeta2)
-                                     + (c.adamEps == 1e-8 ? "" : " eps " + formatGeneral(c.adamEps)));
+                                     + (c.adamEps == d.adamEps ? "" : " eps " + formatGeneral(c.adamEps)));
     }
     if (c.momentum > 0)
         add((c.nesterov ? "nesterov " : "momentum ") + formatGeneral(c.momentum));
